@@ -1,0 +1,39 @@
+package store
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+)
+
+// continueToken is the opaque position of a paged list: its revision and the last key returned.
+type continueToken struct {
+	Version   int    `json:"v"`
+	Revision  int64  `json:"rv"`
+	Namespace string `json:"ns,omitempty"`
+	Name      string `json:"n"`
+}
+
+const continueVersion = 1
+
+func encodeContinue(t continueToken) string {
+	t.Version = continueVersion
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeContinue parses a token; anything malformed is ErrBadContinue.
+func decodeContinue(s string) (continueToken, error) {
+	var t continueToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) > 4096 {
+		return t, fmt.Errorf("store: continue token is not valid base64url: %w", ErrBadContinue)
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return t, fmt.Errorf("store: continue token is not valid JSON: %w", ErrBadContinue)
+	}
+	if t.Version != continueVersion || t.Revision <= 0 || t.Name == "" {
+		return t, fmt.Errorf("store: continue token has version %d, revision %d, name %q: %w", t.Version, t.Revision, t.Name, ErrBadContinue)
+	}
+	return t, nil
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// WatchOptions selects the events a watcher receives.
+type WatchOptions struct {
+	Cluster   string // empty: every cluster
+	Resource  string // empty: every resource
+	Namespace string // empty: every namespace
+	Name      string // empty: every name
+	// Revision: deliver events with a revision above it. 0 starts at the current revision (no replay).
+	Revision int64
+	// Progress asks for periodic BOOKMARK events.
+	Progress bool
+}
+
+func (o WatchOptions) matches(k Key) bool {
+	return (o.Cluster == "" || o.Cluster == k.Cluster) && (o.Resource == "" || o.Resource == k.Resource) &&
+		(o.Namespace == "" || o.Namespace == k.Namespace) && (o.Name == "" || o.Name == k.Name)
+}
+
+// Watcher streams events; see the package documentation for its guarantees.
+type Watcher struct {
+	opts  WatchOptions
+	store *Store
+	start int64 // position the watcher joined the hub at; the live feed starts after it
+
+	in  chan Event // hub → run; bounded: when full the watcher is closed
+	out chan Event // run → consumer
+
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	killOnce sync.Once
+	killCh   chan struct{} // closed by the hub when it drops the watcher
+	mu       sync.Mutex    // guards err
+	err      error
+}
+
+// Watch starts a watcher. It fails with ErrCompacted if opts.Revision is below the compaction revision and
+// ErrFutureRevision if it is above the current revision. The watcher stops when ctx ends or Stop is called.
+func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
+	if opts.Revision < 0 {
+		return nil, fmt.Errorf("store: watch: negative revision: %w", ErrInvalid)
+	}
+	w := &Watcher{opts: opts, store: s, in: make(chan Event, s.cfg.WatchBuffer), out: make(chan Event),
+		stopCh: make(chan struct{}), killCh: make(chan struct{})}
+	w.start = s.hub.add(w)
+	if opts.Revision != 0 && opts.Revision < w.start {
+		var compacted int64
+		if err := s.pool.QueryRow(ctx, "SELECT rev FROM wh_compact WHERE id = 1").Scan(&compacted); err != nil {
+			s.hub.remove(w)
+			return nil, translate("watch", nil, err)
+		}
+		if opts.Revision < compacted {
+			s.hub.remove(w)
+			return nil, fmt.Errorf("store: watch from revision %d (compacted to %d): %w", opts.Revision, compacted, ErrCompacted)
+		}
+	}
+	if opts.Revision > w.start {
+		cur, err := s.CurrentRevision(ctx)
+		if err != nil {
+			s.hub.remove(w)
+			return nil, err
+		}
+		if opts.Revision > cur {
+			s.hub.remove(w)
+			return nil, fmt.Errorf("store: watch from revision %d (current %d): %w", opts.Revision, cur, ErrFutureRevision)
+		}
+	}
+	go w.run(ctx)
+	return w, nil
+}
+
+// Events delivers the events. It is closed when the watcher ends; then Err says why.
+func (w *Watcher) Events() <-chan Event { return w.out }
+
+// Err is nil after Stop or the end of the watch's context, ErrWatcherSlow, ErrCompacted, ErrClosed or
+// ErrUnavailable otherwise. Valid once Events is closed.
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// StartRevision is the revision the watcher started after when WatchOptions.Revision was 0.
+func (w *Watcher) StartRevision() int64 { return max(w.start, w.opts.Revision) }
+
+// Stop ends the watcher; Events is closed soon after.
+func (w *Watcher) Stop() { w.stopOnce.Do(func() { close(w.stopCh) }) }
+
+// kill is called by the hub (holding its lock) to end the watcher with err.
+func (w *Watcher) kill(err error) {
+	w.killOnce.Do(func() {
+		w.setErr(err)
+		close(w.killCh)
+	})
+}
+
+func (w *Watcher) setErr(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+// push is called by the hub with its lock held; it never blocks.
+func (w *Watcher) push(ev Event) bool {
+	select {
+	case w.in <- ev:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *Watcher) run(ctx context.Context) {
+	defer close(w.out)
+	defer w.store.hub.remove(w)
+	cursor := w.opts.Revision
+	if cursor != 0 && cursor < w.start {
+		var err error
+		if cursor, err = w.catchUp(ctx, cursor); err != nil {
+			w.setErr(err)
+			return
+		}
+	}
+	cursor = max(cursor, w.start)
+	for {
+		select {
+		case ev := <-w.in:
+			if ev.Object.Revision <= cursor && (ev.Type != Bookmark || ev.Object.Revision < cursor) {
+				continue
+			}
+			if !w.send(ctx, ev) {
+				return
+			}
+			cursor = ev.Object.Revision
+		case <-w.killCh:
+			return
+		case <-w.stopCh:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (w *Watcher) send(ctx context.Context, ev Event) bool {
+	select {
+	case w.out <- ev:
+		return true
+	case <-w.killCh:
+	case <-w.stopCh:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+const catchUpPage = 1000
+
+// catchUp delivers history in (from, w.start] from the table, a page at a time, each page in one snapshot that
+// also proves the page was not compacted away.
+func (w *Watcher) catchUp(ctx context.Context, from int64) (int64, error) {
+	for from < w.start {
+		q, args := catchUpQuery(w.opts, from, w.start)
+		rows, err := w.store.pool.Query(ctx, q, args...)
+		if err != nil {
+			return from, translate("watch", nil, err)
+		}
+		evs, compacted, _, err := scanEvents(rows)
+		if err != nil {
+			return from, translate("watch", nil, err)
+		}
+		if from < compacted {
+			return from, fmt.Errorf("store: watch from revision %d (compacted to %d): %w", from, compacted, ErrCompacted)
+		}
+		for _, ev := range evs {
+			if !w.send(ctx, ev) {
+				return from, nil
+			}
+		}
+		if len(evs) < catchUpPage {
+			return w.start, nil
+		}
+		from = evs[len(evs)-1].Object.Revision
+	}
+	return from, nil
+}
+
+func catchUpQuery(o WatchOptions, from, to int64) (string, []any) {
+	args := []any{from, to}
+	where := []string{"rev > $1", "rev <= $2"}
+	for _, f := range []struct{ col, val string }{
+		{"cluster", o.Cluster}, {"resource", o.Resource}, {"namespace", o.Namespace}, {"name", o.Name},
+	} {
+		if f.val != "" {
+			args = append(args, f.val)
+			where = append(where, fmt.Sprintf("%s = $%d", f.col, len(args)))
+		}
+	}
+	return historyQuery(strings.Join(where, " AND "), catchUpPage), args
+}
+
+// historyQuery selects the compaction and current revision of one snapshot, then history rows.
+func historyQuery(where string, limit int) string {
+	return fmt.Sprintf(`SELECT c.rev, m.rev, h.rev, h.cluster, h.resource, h.namespace, h.name, h.type, h.create_rev, h.prev_rev, h.value
+FROM wh_compact c CROSS JOIN wh_meta m LEFT JOIN LATERAL (
+  SELECT * FROM history WHERE %s ORDER BY rev LIMIT %d) h ON true
+WHERE c.id = 1 AND m.id = 1`, where, limit)
+}
+
+// scanEvents reads the rows of historyQuery: the events, the compaction and the current revision.
+func scanEvents(rows pgx.Rows) (evs []Event, compacted, current int64, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		var rev, created, prev *int64
+		var typ *int16
+		var k struct{ c, r, ns, n *string }
+		var value []byte
+		if err := rows.Scan(&compacted, &current, &rev, &k.c, &k.r, &k.ns, &k.n, &typ, &created, &prev, &value); err != nil {
+			return nil, 0, 0, err
+		}
+		if rev == nil {
+			continue
+		}
+		evs = append(evs, Event{
+			Type: EventType(*typ),
+			Object: Object{Key: Key{Cluster: *k.c, Resource: *k.r, Namespace: *k.ns, Name: *k.n},
+				Revision: *rev, CreateRevision: *created, Value: value},
+			PrevRevision: *prev,
+		})
+	}
+	return evs, compacted, current, rows.Err()
+}
