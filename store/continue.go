@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // continueToken is the opaque position of a paged list: its revision and the last key returned.
@@ -31,6 +33,9 @@ func decodeContinue(s string) (continueToken, error) {
 	}
 	if err := json.Unmarshal(b, &t); err != nil {
 		return t, fmt.Errorf("store: continue token is not valid JSON: %w", ErrBadContinue)
+	}
+	if !utf8.ValidString(t.Namespace+t.Name) || strings.IndexByte(t.Namespace+t.Name, 0) >= 0 {
+		return t, fmt.Errorf("store: continue token holds an invalid key: %w", ErrBadContinue)
 	}
 	if t.Version != continueVersion || t.Revision <= 0 || t.Name == "" {
 		return t, fmt.Errorf("store: continue token has version %d, revision %d, name %q: %w", t.Version, t.Revision, t.Name, ErrBadContinue)
