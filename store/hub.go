@@ -109,6 +109,8 @@ func (h *hub) catchUp(ctx context.Context) error {
 
 func (h *hub) pollOnce(ctx context.Context) (int, error) {
 	from := h.position()
+	ctx, cancel := context.WithTimeout(ctx, h.s.cfg.QueryTimeout)
+	defer cancel()
 	rows, err := h.s.pool.Query(ctx, historyQuery("rev > $1", hubPage), from)
 	if err != nil {
 		return 0, translate("watch hub", nil, err)

@@ -22,6 +22,9 @@ func (s *Store) listenLoop(ctx context.Context) {
 		if connected {
 			backoff.reset()
 		}
+		if err == nil {
+			continue // idle replacement
+		}
 		d := backoff.next()
 		s.log.Warn("LISTEN connection lost; reconnecting", "err", err, "in", d)
 		select {
@@ -43,7 +46,14 @@ func (s *Store) listenOnce(ctx context.Context) (connected bool, err error) {
 	}
 	s.hub.wakeUp() // catch up on whatever committed while we were not listening
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, s.cfg.ListenIdle)
+		_, err := conn.WaitForNotification(wctx)
+		idle := wctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if idle {
+			return true, nil // silent for ListenIdle: replace the connection, in case it died quietly
+		}
+		if err != nil {
 			return true, err
 		}
 		s.hub.wakeUp()

@@ -35,6 +35,13 @@ type Config struct {
 	Retention time.Duration
 	// CompactInterval is how often the compactor runs (default Retention/10, at most 1 min).
 	CompactInterval time.Duration
+	// QueryTimeout bounds the store's own background queries (hub polls, catch-up pages), so a connection that
+	// hangs without closing cannot stall watchers forever (default 15 s). Connecting is bounded by the URL's
+	// connect_timeout, 10 s when unset.
+	QueryTimeout time.Duration
+	// ListenIdle is how long the LISTEN connection may stay silent before it is replaced, which also detects a
+	// connection that died without closing (default 30 s).
+	ListenIdle time.Duration
 	Logger          *slog.Logger
 
 	// configurePool lets tests replace the dialer (see export_test.go).
@@ -64,6 +71,8 @@ func (c *Config) setDefaults() {
 	def(&c.ProgressInterval, time.Second)
 	def(&c.Retention, 5*time.Minute)
 	def(&c.CompactInterval, min(c.Retention/10, time.Minute))
+	def(&c.QueryTimeout, 15*time.Second)
+	def(&c.ListenIdle, 30*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -102,9 +111,9 @@ type Store struct {
 
 // hooks are test seams; all nil in production.
 type hooks struct {
-	afterBegin   func()               // inside the batch transaction, before the revision lock
-	beforeCommit func(conn *pgx.Conn) // after the batch's statements, before COMMIT
-	afterPoll    func(rows int)       // after each hub poll
+	afterBegin   func()         // inside the batch transaction, before the revision lock
+	beforeCommit func()         // after the batch's statements, before COMMIT
+	afterPoll    func(rows int) // after each hub poll
 }
 
 // Open connects to PostgreSQL and starts the store's writers, watch hub, listener and compactor. Close stops them.
@@ -118,6 +127,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("store: database URL: %w", ErrInvalid)
 	}
 	pcfg.MaxConns = cfg.MaxConns
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		pcfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "wheelhouse"
 	if cfg.configurePool != nil {
 		cfg.configurePool(pcfg)

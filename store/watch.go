@@ -170,12 +170,7 @@ const catchUpPage = 1000
 // also proves the page was not compacted away.
 func (w *Watcher) catchUp(ctx context.Context, from int64) (int64, error) {
 	for from < w.start {
-		q, args := catchUpQuery(w.opts, from, w.start)
-		rows, err := w.store.pool.Query(ctx, q, args...)
-		if err != nil {
-			return from, translate("watch", nil, err)
-		}
-		evs, compacted, _, err := scanEvents(rows)
+		evs, compacted, err := w.readPage(ctx, from)
 		if err != nil {
 			return from, translate("watch", nil, err)
 		}
@@ -193,6 +188,18 @@ func (w *Watcher) catchUp(ctx context.Context, from int64) (int64, error) {
 		from = evs[len(evs)-1].Object.Revision
 	}
 	return from, nil
+}
+
+func (w *Watcher) readPage(ctx context.Context, from int64) ([]Event, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.store.cfg.QueryTimeout)
+	defer cancel()
+	q, args := catchUpQuery(w.opts, from, w.start)
+	rows, err := w.store.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	evs, compacted, _, err := scanEvents(rows)
+	return evs, compacted, err
 }
 
 func catchUpQuery(o WatchOptions, from, to int64) (string, []any) {

@@ -232,7 +232,7 @@ func (s *Store) execBatch(ctx context.Context, batch []*op) error {
 		return err
 	}
 	if s.hooks.beforeCommit != nil {
-		s.hooks.beforeCommit(tx.Conn())
+		s.hooks.beforeCommit()
 	}
 	xid, _ := strconv.ParseUint(xidText, 10, 64)
 	return s.commit(ctx, tx, xid)
