@@ -113,7 +113,8 @@ func listQuery(opts ListOptions, after *continueToken, rev int64) (string, []any
   ORDER BY namespace, name, rev DESC) s
 WHERE type <> 3 ORDER BY namespace, name` + limit
 	}
-	return `SELECT c.rev, m.rev, o.namespace, o.name, o.rev, o.create_rev, o.value
+	return `SELECT c.rev, m.rev, COALESCE(o.namespace, ''), COALESCE(o.name, ''), COALESCE(o.rev, 0),
+  COALESCE(o.create_rev, 0), o.value
 FROM wh_compact c CROSS JOIN wh_meta m LEFT JOIN LATERAL (` + inner + `) o ON true
 WHERE c.id = 1 AND m.id = 1`, args
 }
@@ -123,16 +124,13 @@ func scanList(rows pgx.Rows, opts ListOptions, rev int64) (ListResult, error) {
 	var res ListResult
 	var compacted, current int64
 	for rows.Next() {
-		var ns, name *string
 		obj := Object{Key: Key{Cluster: opts.Cluster, Resource: opts.Resource}}
-		var r, cr *int64
-		if err := rows.Scan(&compacted, &current, &ns, &name, &r, &cr, &obj.Value); err != nil {
+		if err := rows.Scan(&compacted, &current, &obj.Namespace, &obj.Name, &obj.Revision, &obj.CreateRevision, &obj.Value); err != nil {
 			return ListResult{}, translate("list", listKey(opts), err)
 		}
-		if name == nil {
-			continue // the LEFT JOIN's empty row
+		if obj.Name == "" {
+			continue // the LEFT JOIN's empty row: nothing matched
 		}
-		obj.Namespace, obj.Name, obj.Revision, obj.CreateRevision = *ns, *name, *r, *cr
 		res.Items = append(res.Items, obj)
 	}
 	if err := rows.Err(); err != nil {

@@ -1,0 +1,51 @@
+# Wheelhouse — `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       := bin/wheelhouse
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X github.com/wheelhouse-dev/wheelhouse/version.Version=$(VERSION) \
+             -X github.com/wheelhouse-dev/wheelhouse/version.Commit=$(COMMIT)
+LISTEN    ?= 127.0.0.1:8080
+DATA_DIR  ?= ./.wheelhouse
+TEST_FLAGS ?= -timeout 20m
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: help build run test lint bench perf clean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+build: ## Build bin/wheelhouse
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wheelhouse
+
+run: ## Run the server on its own local PostgreSQL (installs PostgreSQL first when missing)
+	@scripts/ensure-postgres.sh
+	@$(MAKE) --no-print-directory build
+	./$(BIN) server --listen $(LISTEN) --data-dir $(DATA_DIR)
+
+test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL first when missing)
+	@scripts/ensure-postgres.sh
+	@if [ -n "$$WHEELHOUSE_TEST_DATABASE_URL" ]; then \
+		$(GO) test $(TEST_FLAGS) ./... ; \
+	else \
+		$(GO) run ./cmd/testenv -- $(GO) test $(TEST_FLAGS) ./... ; \
+	fi
+
+lint: ## gofmt, go vet, staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench: ## Go benchmarks of the store (real PostgreSQL)
+	@scripts/ensure-postgres.sh
+	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/...
+
+perf: ## Side-by-side perf harness (store vs etcd vs kine); writes docs/perf.md
+	@scripts/ensure-postgres.sh
+	cd perf && $(GO) run ./cmd/storeperf --out ../docs/perf.md
+
+clean: ## Remove build output (not the data directory)
+	rm -rf bin
