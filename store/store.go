@@ -42,7 +42,7 @@ type Config struct {
 	// ListenIdle is how long the LISTEN connection may stay silent before it is replaced, which also detects a
 	// connection that died without closing (default 30 s).
 	ListenIdle time.Duration
-	Logger          *slog.Logger
+	Logger     *slog.Logger
 
 	// configurePool lets tests replace the dialer (see export_test.go).
 	configurePool func(*pgxpool.Config)
