@@ -116,7 +116,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 // prepare creates the directories, runs initdb when needed and picks the port and socket directory.
 func (s *Server) prepare(ctx context.Context, who *runAs) error {
-	if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
+	// Parents stay traversable (0755) so an unprivileged server user can reach its own 0700 directory.
+	if err := os.MkdirAll(filepath.Dir(s.cfg.DataDir), 0o755); err != nil {
+		return fmt.Errorf("pgserver: %w", err)
+	}
+	if err := os.Mkdir(s.cfg.DataDir, 0o700); err != nil && !os.IsExist(err) {
 		return fmt.Errorf("pgserver: %w", err)
 	}
 	if err := who.checkReachable(s.cfg.DataDir); err != nil {
