@@ -166,7 +166,7 @@ func (h *hub) bookmark() {
 	defer h.mu.Unlock()
 	ev := Event{Type: Bookmark, Object: Object{Revision: h.last}}
 	for w := range h.watchers {
-		if w.opts.Progress && len(w.in) < cap(w.in)/2 {
+		if w.opts.Progress && w.backlog() < w.limit/2 {
 			w.push(ev)
 		}
 	}

@@ -32,8 +32,13 @@ type Watcher struct {
 	store *Store
 	start int64 // position the watcher joined the hub at; the live feed starts after it
 
-	in  chan Event // hub → run; bounded: when full the watcher is closed
-	out chan Event // run → consumer
+	// The hub appends to queue (never blocking); run drains it. The queue grows only as far as the watcher is
+	// behind, up to limit; past that the watcher is closed. Memory follows the backlog, not the limit.
+	qmu    sync.Mutex // guards queue
+	queue  []Event
+	limit  int
+	signal chan struct{} // capacity 1: "queue is not empty"
+	out    chan Event    // run → consumer
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -49,7 +54,7 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	if opts.Revision < 0 {
 		return nil, fmt.Errorf("store: watch: negative revision: %w", ErrInvalid)
 	}
-	w := &Watcher{opts: opts, store: s, in: make(chan Event, s.cfg.WatchBuffer), out: make(chan Event),
+	w := &Watcher{opts: opts, store: s, limit: s.cfg.WatchBuffer, signal: make(chan struct{}, 1), out: make(chan Event),
 		stopCh: make(chan struct{}), killCh: make(chan struct{})}
 	w.start = s.hub.add(w)
 	if opts.Revision != 0 && opts.Revision < w.start {
@@ -111,14 +116,36 @@ func (w *Watcher) setErr(err error) {
 	w.mu.Unlock()
 }
 
-// push is called by the hub with its lock held; it never blocks.
+// push is called by the hub with its lock held; it never blocks. False means the watcher is too far behind.
 func (w *Watcher) push(ev Event) bool {
-	select {
-	case w.in <- ev:
-		return true
-	default:
+	w.qmu.Lock()
+	if len(w.queue) >= w.limit {
+		w.qmu.Unlock()
 		return false
 	}
+	w.queue = append(w.queue, ev)
+	w.qmu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// backlog is how many events wait in the queue.
+func (w *Watcher) backlog() int {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	return len(w.queue)
+}
+
+// take empties the queue, handing back spare (emptied) for reuse.
+func (w *Watcher) take(spare []Event) []Event {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	batch := w.queue
+	w.queue = spare[:0]
+	return batch
 }
 
 func (w *Watcher) run(ctx context.Context) {
@@ -133,16 +160,24 @@ func (w *Watcher) run(ctx context.Context) {
 		}
 	}
 	cursor = max(cursor, w.start)
+	var batch []Event
 	for {
 		select {
-		case ev := <-w.in:
-			if ev.Object.Revision <= cursor && (ev.Type != Bookmark || ev.Object.Revision < cursor) {
-				continue
+		case <-w.signal:
+			batch = w.take(batch)
+			for i, ev := range batch {
+				batch[i] = Event{} // drop references as we go
+				if ev.Object.Revision <= cursor && (ev.Type != Bookmark || ev.Object.Revision < cursor) {
+					continue
+				}
+				if !w.send(ctx, ev) {
+					return
+				}
+				cursor = ev.Object.Revision
 			}
-			if !w.send(ctx, ev) {
-				return
+			if cap(batch) > 4*minQueue {
+				batch = nil // a burst is over: let its memory go
 			}
-			cursor = ev.Object.Revision
 		case <-w.killCh:
 			return
 		case <-w.stopCh:
@@ -165,6 +200,9 @@ func (w *Watcher) send(ctx context.Context, ev Event) bool {
 }
 
 const catchUpPage = 1000
+
+// minQueue is the queue capacity a watcher keeps between bursts.
+const minQueue = 64
 
 // catchUp delivers history in (from, w.start] from the table, a page at a time, each page in one snapshot that
 // also proves the page was not compacted away.
