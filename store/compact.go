@@ -35,7 +35,7 @@ func (s *Store) compactStep(ctx context.Context, rev int64) (bool, error) {
 		return false, translate("compact", nil, err)
 	}
 	if rev > current {
-		return false, fmt.Errorf("store: compact to %d (current %d): %w", rev, current, ErrFutureRevision)
+		return false, fmt.Errorf("compact to %d (current %d): %w", rev, current, ErrFutureRevision)
 	}
 	if rev <= from {
 		return true, nil

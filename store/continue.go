@@ -29,16 +29,16 @@ func decodeContinue(s string) (continueToken, error) {
 	var t continueToken
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) > 4096 {
-		return t, fmt.Errorf("store: continue token is not valid base64url: %w", ErrBadContinue)
+		return t, fmt.Errorf("continue token is not valid base64url: %w", ErrBadContinue)
 	}
 	if err := json.Unmarshal(b, &t); err != nil {
-		return t, fmt.Errorf("store: continue token is not valid JSON: %w", ErrBadContinue)
+		return t, fmt.Errorf("continue token is not valid JSON: %w", ErrBadContinue)
 	}
 	if !utf8.ValidString(t.Namespace+t.Name) || strings.IndexByte(t.Namespace+t.Name, 0) >= 0 {
-		return t, fmt.Errorf("store: continue token holds an invalid key: %w", ErrBadContinue)
+		return t, fmt.Errorf("continue token holds an invalid key: %w", ErrBadContinue)
 	}
 	if t.Version != continueVersion || t.Revision <= 0 || t.Name == "" {
-		return t, fmt.Errorf("store: continue token has version %d, revision %d, name %q: %w", t.Version, t.Revision, t.Name, ErrBadContinue)
+		return t, fmt.Errorf("continue token has version %d, revision %d, name %q: %w", t.Version, t.Revision, t.Name, ErrBadContinue)
 	}
 	return t, nil
 }

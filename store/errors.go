@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 )
 
 var (
@@ -51,16 +52,18 @@ func translate(op string, key fmt.Stringer, err error) error {
 		what = op + " " + key.String()
 	}
 	switch {
+	case errors.Is(err, puddle.ErrClosedPool):
+		return fmt.Errorf("%s: %w", what, ErrClosed)
 	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("store: %s: %w", what, context.Canceled)
+		return fmt.Errorf("%s: %w", what, context.Canceled)
 	case isUnavailable(err):
-		return fmt.Errorf("store: %s: %w", what, ErrUnavailable)
+		return fmt.Errorf("%s: %w", what, ErrUnavailable)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return fmt.Errorf("store: %s: SQLSTATE %s: %w", what, pgErr.Code, ErrInternal)
+		return fmt.Errorf("%s: SQLSTATE %s: %w", what, pgErr.Code, ErrInternal)
 	}
-	return fmt.Errorf("store: %s: %w", what, ErrInternal)
+	return fmt.Errorf("%s: %w", what, ErrInternal)
 }
 
 // isUnavailable reports errors that mean "the database did not answer" rather than "it said no".

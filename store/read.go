@@ -19,7 +19,7 @@ func (s *Store) Get(ctx context.Context, key Key) (Object, error) {
 		`SELECT rev, create_rev, value FROM objects WHERE cluster = $1 AND resource = $2 AND namespace = $3 AND name = $4`,
 		key.Cluster, key.Resource, key.Namespace, key.Name).Scan(&obj.Revision, &obj.CreateRevision, &obj.Value)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Object{}, fmt.Errorf("store: get %s: %w", key, ErrNotFound)
+		return Object{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
 	if err != nil {
 		return Object{}, translate("get", key, err)
@@ -52,7 +52,7 @@ type ListResult struct {
 // List returns objects in (namespace, name) order. Items and Revision come from one snapshot.
 func (s *Store) List(ctx context.Context, opts ListOptions) (ListResult, error) {
 	if opts.Cluster == "" || opts.Resource == "" || opts.Limit < 0 || opts.Revision < 0 {
-		return ListResult{}, fmt.Errorf("store: list: cluster and resource are required, limit and revision >= 0: %w", ErrInvalid)
+		return ListResult{}, fmt.Errorf("list: cluster and resource are required, limit and revision >= 0: %w", ErrInvalid)
 	}
 	var after *continueToken
 	rev := opts.Revision
@@ -140,9 +140,9 @@ func scanList(rows pgx.Rows, opts ListOptions, rev int64) (ListResult, error) {
 	case rev == 0:
 		res.Revision = current
 	case rev < compacted:
-		return ListResult{}, fmt.Errorf("store: list %s at revision %d (compacted to %d): %w", listKey(opts), rev, compacted, ErrCompacted)
+		return ListResult{}, fmt.Errorf("list %s at revision %d (compacted to %d): %w", listKey(opts), rev, compacted, ErrCompacted)
 	case rev > current:
-		return ListResult{}, fmt.Errorf("store: list %s at revision %d (current %d): %w", listKey(opts), rev, current, ErrFutureRevision)
+		return ListResult{}, fmt.Errorf("list %s at revision %d (current %d): %w", listKey(opts), rev, current, ErrFutureRevision)
 	default:
 		res.Revision = rev
 	}

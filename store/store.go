@@ -124,7 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("store: database URL: %w", ErrInvalid)
+		return nil, fmt.Errorf("database URL: %w", ErrInvalid)
 	}
 	pcfg.MaxConns = cfg.MaxConns
 	if pcfg.ConnConfig.ConnectTimeout == 0 {
@@ -138,7 +138,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	listen.RuntimeParams["application_name"] = "wheelhouse-listen"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("store: pool: %w", ErrInvalid)
+		return nil, fmt.Errorf("pool: %w", ErrInvalid)
 	}
 	s := &Store{cfg: cfg, pool: pool, listen: listen, log: cfg.Logger, ops: make(chan *op, cfg.MaxBatch*cfg.Writers)}
 	start, err := s.CurrentRevision(ctx)

@@ -23,11 +23,11 @@ func (k Key) String() string {
 
 func (k Key) validate() error {
 	if k.Cluster == "" || k.Resource == "" || k.Name == "" {
-		return fmt.Errorf("store: key %q: cluster, resource and name are required: %w", k, ErrInvalid)
+		return fmt.Errorf("key %q: cluster, resource and name are required: %w", k, ErrInvalid)
 	}
 	for _, part := range []string{k.Cluster, k.Resource, k.Namespace, k.Name} {
 		if !utf8.ValidString(part) || strings.IndexByte(part, 0) >= 0 || len(part) > 1024 {
-			return fmt.Errorf("store: key %q: parts must be valid UTF-8 without NUL, at most 1024 bytes: %w", k, ErrInvalid)
+			return fmt.Errorf("key %q: parts must be valid UTF-8 without NUL, at most 1024 bytes: %w", k, ErrInvalid)
 		}
 	}
 	return nil

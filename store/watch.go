@@ -52,7 +52,7 @@ type Watcher struct {
 // ErrFutureRevision if it is above the current revision. The watcher stops when ctx ends or Stop is called.
 func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
 	if opts.Revision < 0 {
-		return nil, fmt.Errorf("store: watch: negative revision: %w", ErrInvalid)
+		return nil, fmt.Errorf("watch: negative revision: %w", ErrInvalid)
 	}
 	w := &Watcher{opts: opts, store: s, limit: s.cfg.WatchBuffer, signal: make(chan struct{}, 1), out: make(chan Event),
 		stopCh: make(chan struct{}), killCh: make(chan struct{})}
@@ -65,7 +65,7 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		}
 		if opts.Revision < compacted {
 			s.hub.remove(w)
-			return nil, fmt.Errorf("store: watch from revision %d (compacted to %d): %w", opts.Revision, compacted, ErrCompacted)
+			return nil, fmt.Errorf("watch from revision %d (compacted to %d): %w", opts.Revision, compacted, ErrCompacted)
 		}
 	}
 	if opts.Revision > w.start {
@@ -76,7 +76,7 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		}
 		if opts.Revision > cur {
 			s.hub.remove(w)
-			return nil, fmt.Errorf("store: watch from revision %d (current %d): %w", opts.Revision, cur, ErrFutureRevision)
+			return nil, fmt.Errorf("watch from revision %d (current %d): %w", opts.Revision, cur, ErrFutureRevision)
 		}
 	}
 	go w.run(ctx)
@@ -213,7 +213,7 @@ func (w *Watcher) catchUp(ctx context.Context, from int64) (int64, error) {
 			return from, translate("watch", nil, err)
 		}
 		if from < compacted {
-			return from, fmt.Errorf("store: watch from revision %d (compacted to %d): %w", from, compacted, ErrCompacted)
+			return from, fmt.Errorf("watch from revision %d (compacted to %d): %w", from, compacted, ErrCompacted)
 		}
 		for _, ev := range evs {
 			if !w.send(ctx, ev) {

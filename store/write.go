@@ -68,7 +68,7 @@ func (s *Store) submit(ctx context.Context, o *op) (Object, error) {
 		return Object{}, err
 	}
 	if o.expect < 0 {
-		return Object{}, fmt.Errorf("store: %s %s: negative revision: %w", o.kind, o.key, ErrInvalid)
+		return Object{}, fmt.Errorf("%s %s: negative revision: %w", o.kind, o.key, ErrInvalid)
 	}
 	if o.value == nil && o.kind != opDelete {
 		o.value = []byte{}
@@ -94,9 +94,9 @@ func (s *Store) submit(ctx context.Context, o *op) (Object, error) {
 
 func (s *Store) ctxErr(o *op, ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return fmt.Errorf("store: %s %s: %w", o.kind, o.key, context.Canceled)
+		return fmt.Errorf("%s %s: %w", o.kind, o.key, context.Canceled)
 	}
-	return fmt.Errorf("store: %s %s: %w", o.kind, o.key, ErrUnavailable)
+	return fmt.Errorf("%s %s: %w", o.kind, o.key, ErrUnavailable)
 }
 
 // writeLoop gathers queued operations into batches and commits them.
@@ -143,7 +143,7 @@ func (s *Store) failQueued() {
 		select {
 		case o := <-s.ops:
 			if o.state.CompareAndSwap(opPending, opClaimed) {
-				o.done <- result{err: fmt.Errorf("store: %s %s: %w", o.kind, o.key, ErrClosed)}
+				o.done <- result{err: fmt.Errorf("%s %s: %w", o.kind, o.key, ErrClosed)}
 			}
 		default:
 			return
@@ -259,7 +259,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, xid uint64) error {
 	case committed:
 		return nil
 	default:
-		return fmt.Errorf("store: commit: transaction %d aborted: %w", xid, ErrUnavailable)
+		return fmt.Errorf("commit: transaction %d aborted: %w", xid, ErrUnavailable)
 	}
 }
 
@@ -274,7 +274,7 @@ func (s *Store) ResolveCommit(ctx context.Context, xid uint64) (bool, error) {
 		}
 		switch {
 		case status == nil:
-			return false, fmt.Errorf("store: transaction %d is too old to resolve: %w", xid, ErrInternal)
+			return false, fmt.Errorf("transaction %d is too old to resolve: %w", xid, ErrInternal)
 		case *status == "committed":
 			return true, nil
 		case *status == "aborted":
@@ -282,7 +282,7 @@ func (s *Store) ResolveCommit(ctx context.Context, xid uint64) (bool, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return false, fmt.Errorf("store: transaction %d still in progress: %w", xid, ErrUnavailable)
+			return false, fmt.Errorf("transaction %d still in progress: %w", xid, ErrUnavailable)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -352,7 +352,7 @@ func scanOp(br pgx.BatchResults, o *op, rev int64) error {
 			return err
 		}
 		if got == nil {
-			o.res = result{err: fmt.Errorf("store: create %s: %w", o.key, ErrExists)}
+			o.res = result{err: fmt.Errorf("create %s: %w", o.key, ErrExists)}
 			return nil
 		}
 		obj.Revision, obj.CreateRevision = *got, *got
@@ -378,7 +378,7 @@ func scanOp(br pgx.BatchResults, o *op, rev int64) error {
 		obj.Revision, obj.CreateRevision = *got, *created
 	}
 	if obj.Revision != rev {
-		return fmt.Errorf("store: %s %s: revision %d, expected %d: %w", o.kind, o.key, obj.Revision, rev, ErrInternal)
+		return fmt.Errorf("%s %s: revision %d, expected %d: %w", o.kind, o.key, obj.Revision, rev, ErrInternal)
 	}
 	o.res = result{obj: obj}
 	return nil
@@ -387,9 +387,9 @@ func scanOp(br pgx.BatchResults, o *op, rev int64) error {
 func casOutcome(o *op, cur, got *int64) error {
 	switch {
 	case cur == nil:
-		return fmt.Errorf("store: %s %s: %w", o.kind, o.key, ErrNotFound)
+		return fmt.Errorf("%s %s: %w", o.kind, o.key, ErrNotFound)
 	case got == nil:
-		return fmt.Errorf("store: %s %s: at revision %d, not %d: %w", o.kind, o.key, *cur, o.expect, ErrConflict)
+		return fmt.Errorf("%s %s: at revision %d, not %d: %w", o.kind, o.key, *cur, o.expect, ErrConflict)
 	}
 	return nil
 }

@@ -169,7 +169,13 @@ func (s *Server) initdb(ctx context.Context, who *runAs) error {
 	if isFile(filepath.Join(s.pgdata(), "PG_VERSION")) {
 		return nil
 	}
-	if err := os.MkdirAll(s.pgdata(), 0o700); err != nil {
+	// initdb builds into a scratch directory that is renamed into place only when complete, so an initdb
+	// interrupted half-way (a signal, a full disk) never leaves a cluster that looks initialised.
+	scratch := s.pgdata() + ".initdb"
+	if err := os.RemoveAll(scratch); err != nil {
+		return fmt.Errorf("pgserver: %w", err)
+	}
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		return fmt.Errorf("pgserver: %w", err)
 	}
 	if err := who.own(s.cfg.DataDir); err != nil {
@@ -177,13 +183,19 @@ func (s *Server) initdb(ctx context.Context, who *runAs) error {
 	}
 	s.cfg.Logger.Info("initialising PostgreSQL data directory", "dir", s.pgdata())
 	cmd := exec.CommandContext(ctx, filepath.Join(s.cfg.BinDir, "initdb"),
-		"-D", s.pgdata(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-instructions")
+		"-D", scratch, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-instructions")
 	cmd.SysProcAttr = who.sysProcAttr()
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.Dir = s.cfg.DataDir
 	cmd.Env = childEnv(who)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
+		_ = os.RemoveAll(scratch)
 		return fmt.Errorf("pgserver: initdb failed: %w\n%s", err, bytes.TrimSpace(out))
+	}
+	_ = os.RemoveAll(s.pgdata()) // an earlier, incomplete attempt
+	if err := os.Rename(scratch, s.pgdata()); err != nil {
+		return fmt.Errorf("pgserver: %w", err)
 	}
 	return nil
 }

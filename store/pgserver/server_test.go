@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -178,4 +179,26 @@ func reachableDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// An initdb that is interrupted leaves nothing that a later Start mistakes for a cluster.
+func TestInterruptedInitdbIsRedone(t *testing.T) {
+	dir := reachableDir(t)
+	cfg := Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for !isFile(filepath.Join(dir, "data.initdb", "PG_VERSION")) {
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel() // initdb is half-way: PG_VERSION is written, the rest is not
+	}()
+	if srv, err := Start(ctx, cfg); err == nil {
+		srv.Stop() // initdb beat the cancel; the test proves less, but Start must still be sound
+	}
+	cancel()
+	srv := start(t, cfg)
+	execSQL(t, srv, "SELECT 1")
 }

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
+	"github.com/wheelhouse-dev/wheelhouse/version"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// parseServer runs `wheelhouse server args...` with env as the environment and returns the config run got.
+func parseServer(t *testing.T, env map[string]string, args ...string) serverConfig {
+	t.Helper()
+	var got serverConfig
+	fakeRun := func(_ context.Context, cfg serverConfig) error { got = cfg; return nil }
+	root := newRootCommand(func(k string) string { return env[k] }, &bytes.Buffer{}, fakeRun)
+	root.SetArgs(append([]string{"server"}, args...))
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatalf("server %v: %v", args, err)
+	}
+	return got
+}
+
+func TestServerFlagsAndEnv(t *testing.T) {
+	defaults := serverConfig{Listen: "127.0.0.1:8080", DataDir: "./.wheelhouse", LogLevel: "info", LogFormat: "text",
+		Retention: "5m"}
+	env := map[string]string{
+		"WHEELHOUSE_LISTEN": "0.0.0.0:9000", "WHEELHOUSE_DATABASE_URL": "postgres://env/db",
+		"WHEELHOUSE_DATA_DIR": "/env/data", "WHEELHOUSE_LOG_LEVEL": "debug", "WHEELHOUSE_LOG_FORMAT": "json",
+		"WHEELHOUSE_HISTORY_RETENTION": "10m",
+	}
+	fromEnv := serverConfig{Listen: "0.0.0.0:9000", DatabaseURL: "postgres://env/db", DataDir: "/env/data",
+		LogLevel: "debug", LogFormat: "json", Retention: "10m"}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want serverConfig
+	}{
+		{"defaults", nil, nil, defaults},
+		{"env over default", env, nil, fromEnv},
+		{"flag over env", env, []string{"--listen", "127.0.0.1:1", "--database-url", "postgres://flag/db",
+			"--data-dir", "/flag", "--log-level", "warn", "--log-format", "text", "--history-retention", "1h"},
+			serverConfig{Listen: "127.0.0.1:1", DatabaseURL: "postgres://flag/db", DataDir: "/flag", LogLevel: "warn",
+				LogFormat: "text", Retention: "1h"}},
+		{"flag equal to default still wins", env, []string{"--listen", "127.0.0.1:8080"},
+			func() serverConfig { c := fromEnv; c.Listen = "127.0.0.1:8080"; return c }()},
+		{"empty env is unset", map[string]string{"WHEELHOUSE_LISTEN": ""}, nil, defaults},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, parseServer(t, tc.env, tc.args...)); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHelpDoesNotPrintEnvironment(t *testing.T) {
+	var out bytes.Buffer
+	root := newRootCommand(func(k string) string { return "postgres://user:hunter2@db/x" }, &out, nil)
+	root.SetArgs([]string{"server", "--help"})
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "hunter2") {
+		t.Errorf("--help shows a value from the environment:\n%s", out.String())
+	}
+}
+
+func TestServerConfigValidate(t *testing.T) {
+	ok := serverConfig{Listen: "127.0.0.1:8080", DataDir: "d", LogLevel: "info", LogFormat: "text", Retention: "5m"}
+	for _, tc := range []struct {
+		name    string
+		change  func(*serverConfig)
+		wantErr string
+	}{
+		{"valid", func(*serverConfig) {}, ""},
+		{"external database needs no data dir", func(c *serverConfig) { c.DataDir, c.DatabaseURL = "", "postgres://x/y" }, ""},
+		{"bad listen", func(c *serverConfig) { c.Listen = "8080" }, "--listen"},
+		{"no data dir", func(c *serverConfig) { c.DataDir = "" }, "--data-dir"},
+		{"bad level", func(c *serverConfig) { c.LogLevel = "loud" }, "--log-level"},
+		{"bad format", func(c *serverConfig) { c.LogFormat = "xml" }, "--log-format"},
+		{"bad retention", func(c *serverConfig) { c.Retention = "soon" }, "--history-retention"},
+		{"retention too short", func(c *serverConfig) { c.Retention = "10s" }, "--history-retention"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ok
+			tc.change(&cfg)
+			err := cfg.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Validate = %v, want an error mentioning %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version"}, "Version:    " + version.Get().GitVersion + "\n"},
+		{[]string{"--version"}, "wheelhouse version " + version.Get().GitVersion + "\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			root := newRootCommand(func(string) string { return "" }, &out, nil)
+			root.SetArgs(tc.args)
+			if err := root.ExecuteContext(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(out.String(), tc.want) {
+				t.Errorf("output %q, want it to start with %q", out.String(), tc.want)
+			}
+		})
+	}
+	var out bytes.Buffer
+	root := newRootCommand(func(string) string { return "" }, &out, nil)
+	root.SetArgs([]string{"version", "-o", "json"})
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got version.Info
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("version -o json: %v\n%s", err, out.String())
+	}
+	if diff := cmp.Diff(version.Get(), got); diff != "" {
+		t.Errorf("version -o json (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for migrations
+	"github.com/spf13/cobra"
+
+	"github.com/wheelhouse-dev/wheelhouse/migrations"
+	"github.com/wheelhouse-dev/wheelhouse/server"
+	"github.com/wheelhouse-dev/wheelhouse/store"
+	"github.com/wheelhouse-dev/wheelhouse/store/pgserver"
+	"github.com/wheelhouse-dev/wheelhouse/version"
+)
+
+// serverConfig is `wheelhouse server`'s configuration, bound from flags and WHEELHOUSE_* variables.
+type serverConfig struct {
+	Listen      string
+	DatabaseURL string // empty: run PostgreSQL from the machine's binaries in DataDir/postgres
+	DataDir     string
+	LogLevel    string
+	LogFormat   string
+	// Retention is how long the store keeps history for watches and paged lists to resume from (a duration).
+	Retention string
+}
+
+// Validate reports a configuration that cannot work.
+func (c serverConfig) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("--listen/WHEELHOUSE_LISTEN %q: want host:port", c.Listen)
+	}
+	if c.DatabaseURL == "" && c.DataDir == "" {
+		return errors.New("--data-dir/WHEELHOUSE_DATA_DIR is required when --database-url is not set")
+	}
+	if d, err := time.ParseDuration(c.Retention); err != nil || d < time.Minute {
+		return fmt.Errorf("--history-retention/WHEELHOUSE_HISTORY_RETENTION %q: want a duration of at least 1m", c.Retention)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level/WHEELHOUSE_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format/WHEELHOUSE_LOG_FORMAT %q: want text or json", c.LogFormat)
+	}
+	return nil
+}
+
+// logger builds the process logger; call it only on a valid config.
+func (c serverConfig) logger(w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func newServerCommand(getenv func(string) string, runServer func(context.Context, serverConfig) error) *cobra.Command {
+	cfg := serverConfig{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the Wheelhouse server",
+		Long: "Run the Wheelhouse server. Without --database-url it runs its own PostgreSQL from this machine's " +
+			"PostgreSQL binaries, in <data-dir>/postgres, and stops it on exit.",
+		Args: cobra.NoArgs,
+	}
+	bindings := []struct {
+		p                 *string
+		flag, env, def, u string
+	}{
+		{&cfg.Listen, "listen", "WHEELHOUSE_LISTEN", "127.0.0.1:8080", "address (host:port) to serve HTTP on"},
+		{&cfg.DatabaseURL, "database-url", "WHEELHOUSE_DATABASE_URL", "", "PostgreSQL URL; empty runs an embedded PostgreSQL in <data-dir>/postgres"},
+		{&cfg.DataDir, "data-dir", "WHEELHOUSE_DATA_DIR", "./.wheelhouse", "directory for the server's state"},
+		{&cfg.LogLevel, "log-level", "WHEELHOUSE_LOG_LEVEL", "info", "log level: debug, info, warn or error"},
+		{&cfg.LogFormat, "log-format", "WHEELHOUSE_LOG_FORMAT", "text", "log format: text or json"},
+		{&cfg.Retention, "history-retention", "WHEELHOUSE_HISTORY_RETENTION", "5m", "how long change history is kept for watches to resume from"},
+	}
+	for _, b := range bindings {
+		cmd.Flags().StringVar(b.p, b.flag, b.def, b.u+" (env "+b.env+")")
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		// Flag over environment over default. The environment is applied here rather than as the flag's
+		// default so that --help never prints a value from it (a database URL may hold a password).
+		for _, b := range bindings {
+			if v := getenv(b.env); v != "" && !cmd.Flags().Changed(b.flag) {
+				*b.p = v
+			}
+		}
+		return runServer(cmd.Context(), cfg)
+	}
+	return cmd
+}
+
+// errPostgresExited ends the server when the embedded PostgreSQL dies under it.
+var errPostgresExited = errors.New("embedded PostgreSQL exited unexpectedly")
+
+// run runs the server until ctx ends: embedded PostgreSQL (without a database URL), migrations, store, HTTP.
+// It stops them in reverse order. A ctx that ends during start-up is a clean stop, not an error.
+func run(ctx context.Context, cfg serverConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.logger(os.Stderr)
+	v := version.Get()
+	log.Info("starting wheelhouse", "version", v.GitVersion, "commit", v.GitCommit, "go", v.GoVersion)
+	err := serve(ctx, cfg, log)
+	if err != nil && ctx.Err() != nil {
+		log.Warn("stopped during start-up", "err", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("wheelhouse stopped")
+	return nil
+}
+
+func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	url := cfg.DatabaseURL
+	if url == "" {
+		pg, err := startPostgres(ctx, cfg.DataDir, log)
+		if err != nil {
+			return err
+		}
+		defer stopPostgres(pg, log)
+		go func() {
+			select {
+			case <-pg.Done():
+				cancel(errPostgresExited)
+			case <-ctx.Done():
+			}
+		}()
+		url = pg.URL("")
+	}
+	if err := migrate(ctx, url, log); err != nil {
+		return err
+	}
+	retention, _ := time.ParseDuration(cfg.Retention) // validated
+	st, err := store.Open(ctx, store.Config{URL: url, Retention: retention, Logger: log.With("component", "store")})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+	srv, err := server.New(server.Config{Listen: cfg.Listen, Store: st, Logger: log.With("component", "http")})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, errPostgresExited) {
+		return cause
+	}
+	return nil
+}
+
+// startPostgres runs the embedded PostgreSQL in dataDir/postgres.
+func startPostgres(ctx context.Context, dataDir string, log *slog.Logger) (*pgserver.Server, error) {
+	// 0711: PostgreSQL may run as another user (root hands it to "postgres"), which must traverse dataDir.
+	if err := os.MkdirAll(dataDir, 0o711); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	// A signal during start-up stops it; pgserver keeps an interrupted initdb from leaving a broken cluster.
+	pg, err := pgserver.Start(ctx, pgserver.Config{
+		DataDir: filepath.Join(dataDir, "postgres"),
+		Logger:  log.With("component", "postgres"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded PostgreSQL: %w", err)
+	}
+	return pg, nil
+}
+
+func stopPostgres(pg *pgserver.Server, log *slog.Logger) {
+	log.Info("stopping PostgreSQL")
+	if err := pg.Stop(); err != nil {
+		log.Error("stopping PostgreSQL failed", "err", err)
+		return
+	}
+	log.Info("PostgreSQL stopped")
+}
+
+// migrate applies the pending schema migrations.
+func migrate(ctx context.Context, url string, log *slog.Logger) error {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	defer db.Close()
+	v, err := migrations.Up(ctx, db)
+	if err != nil {
+		return err
+	}
+	log.Info("database schema is up to date", "version", v)
+	return nil
+}
