@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -75,10 +74,4 @@ func nextChange(t testing.TB, w *Watcher) Event {
 			return ev
 		}
 	}
-}
-
-func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
 }

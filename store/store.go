@@ -44,8 +44,6 @@ type Config struct {
 	ListenIdle time.Duration
 	Logger     *slog.Logger
 
-	// configurePool lets tests replace the dialer (see export_test.go).
-	configurePool func(*pgxpool.Config)
 }
 
 func (c *Config) setDefaults() {
@@ -131,9 +129,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pcfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "wheelhouse"
-	if cfg.configurePool != nil {
-		cfg.configurePool(pcfg)
-	}
 	listen := pcfg.ConnConfig.Copy()
 	listen.RuntimeParams["application_name"] = "wheelhouse-listen"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)

@@ -2,10 +2,13 @@ package store
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
 )
 
 // value1K is a 1 KB object, the size the perf goals are stated in.
@@ -51,7 +54,7 @@ func BenchmarkUpdateCAS(b *testing.B) {
 // runWriters runs b.N operations spread over `writers` goroutines. op is shared; or perWriter makes one op
 // per goroutine.
 func runWriters(b *testing.B, writers int, op func(), perWriter ...func() func()) {
-	b.SetParallelism(max(1, writers/max(1, runtimeProcs())))
+	b.SetParallelism(max(1, writers/max(1, runtime.GOMAXPROCS(0))))
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -144,7 +147,7 @@ func fill(b *testing.B, s *Store, n int) {
 // BenchmarkWatchLatency measures commit-to-delivery latency to a watcher on a SECOND store instance (its own
 // pool and LISTEN connection), so delivery goes through NOTIFY and the history table; polling is off.
 func BenchmarkWatchLatency(b *testing.B) {
-	url := pgtestDB(b)
+	url := pgtest.NewDatabase(b)
 	writer := openURL(b, url)
 	reader := openURL(b, url, func(c *Config) { c.PollInterval = time.Hour })
 	w, err := reader.Watch(b.Context(), WatchOptions{Cluster: "bench"})
