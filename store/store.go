@@ -43,7 +43,6 @@ type Config struct {
 	// connection that died without closing (default 30 s).
 	ListenIdle time.Duration
 	Logger     *slog.Logger
-
 }
 
 func (c *Config) setDefaults() {
