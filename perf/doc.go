@@ -1,0 +1,22 @@
+// Package perf is a reproducible performance harness comparing the Wheelhouse store (store/) with etcd and kine,
+// side by side on one machine with one workload. It is its own Go module so that the etcd client never enters
+// the main module. The program is cmd/storeperf; its report is docs/perf.md.
+//
+// One run:
+//   - starts a private PostgreSQL (store/pgserver, durable defaults), applies the migrations and opens a
+//     store.Store in process; starts a single-member etcd (Debian's etcd-server, apt-installed when missing and
+//     running as root); builds kine once (go install, cached) and runs it against the same PostgreSQL in its own
+//     database;
+//   - measures creates/s and compare-and-swap updates/s at several writer counts (median of repetitions, the
+//     targets interleaved within each repetition), watch latency from write start to delivery in another process
+//     (the harness re-executes itself as `storeperf watcher`), unpaginated lists of growing object counts, and the
+//     memory of the process serving many open watches;
+//   - reruns the PostgreSQL-backed throughput points once with pg_stat_statements and wait-event sampling, so the
+//     report can say what limits them;
+//   - writes markdown (Report) and optionally JSON, and removes every process and directory it started, also on
+//     error or cancellation (Ctrl-C). Children also die with the harness (Pdeathsig).
+//
+// Guarantees: the harness never turns off durability (no fsync=off, no unsafe etcd flags); every target sees the
+// same keys, value sizes and operation mix; a target that cannot be started is reported with the reason and the
+// others are still measured. Numbers are only comparable within one run.
+package perf
