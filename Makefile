@@ -45,7 +45,7 @@ bench: ## Go benchmarks of the store (real PostgreSQL)
 
 perf: ## Side-by-side perf harness (store vs etcd vs kine); writes docs/perf.md
 	@scripts/ensure-postgres.sh
-	cd perf && $(GO) run ./cmd/storeperf --out ../docs/perf.md
+	cd perf && $(GO) run ./cmd/storeperf --out ../docs/perf.md --json results/perf.json
 
 clean: ## Remove build output (not the data directory)
 	rm -rf bin

@@ -34,6 +34,12 @@ func Up(ctx context.Context, db *sql.DB) (int64, error) {
 	if _, err := p.Up(ctx); err != nil {
 		return 0, fmt.Errorf("migrations: up: %w", err)
 	}
+	// Fresh tables have no statistics, and the planner then picks sequential scans for the store's
+	// "history WHERE rev > $1 ORDER BY rev" polls until autovacuum analyzes them (measured: 5-10 ms per poll
+	// instead of 0.02 ms). Analyze once at start; it is cheap on small tables and autovacuum takes over.
+	if _, err := db.ExecContext(ctx, "ANALYZE wh_meta, wh_compact, objects, history"); err != nil {
+		return 0, fmt.Errorf("migrations: analyze: %w", err)
+	}
 	v, err := p.GetDBVersion(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("migrations: version: %w", err)
