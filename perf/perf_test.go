@@ -22,9 +22,6 @@ func TestMain(m *testing.M) {
 // TestQuickWheelhouse runs the whole harness in quick mode against the Wheelhouse store only (no etcd, no kine),
 // checking that every phase produces results and the report renders. It asserts no timings.
 func TestQuickWheelhouse(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PostgreSQL and a second process")
-	}
 	out := filepath.Join(t.TempDir(), "perf.md")
 	cfg := QuickConfig(Config{
 		Targets:        []string{Wheelhouse},

@@ -150,8 +150,14 @@ func torture(t *testing.T, killListen bool) {
 			}
 		}
 	}()
-	time.Sleep(500 * time.Millisecond)
-	mid, _ := a.CurrentRevision(ctx)
+	// Mid-run: once a few hundred writes have committed (polled, with a deadline).
+	var mid int64
+	for deadline := time.Now().Add(30 * time.Second); mid < start+200; {
+		if time.Now().After(deadline) {
+			t.Fatalf("writers made no progress: revision %d", mid)
+		}
+		mid, _ = a.CurrentRevision(ctx)
+	}
 	startWatch("b/all/mid", b, WatchOptions{Revision: mid})
 	startWatch("a/c0/mid", a, WatchOptions{Cluster: "c0", Revision: (start + mid) / 2})
 	wg.Wait()

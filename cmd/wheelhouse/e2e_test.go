@@ -28,9 +28,6 @@ const (
 )
 
 func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	t.Run("version", func(t *testing.T) { testVersionBinary(t, bin) })
 	t.Run("server with embedded PostgreSQL", func(t *testing.T) { testEmbeddedPostgres(t, bin) })
