@@ -13,7 +13,7 @@ DATA_DIR  ?= ./.wheelhouse
 TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run test lint bench perf clean
+.PHONY: help build run kubectl test lint bench perf clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -26,9 +26,14 @@ run: ## Run the server on its own local PostgreSQL (installs PostgreSQL first wh
 	@$(MAKE) --no-print-directory build
 	./$(BIN) server --listen $(LISTEN) --data-dir $(DATA_DIR)
 
+kubectl: ## Build the pinned kubectl used by the e2e tests
+	@scripts/kubectl.sh
+
+# Tests find kubectl through WHEELHOUSE_KUBECTL: the pinned build unless the caller already set it.
 test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL first when missing)
 	@scripts/ensure-postgres.sh
-	@if [ -n "$$WHEELHOUSE_TEST_DATABASE_URL" ]; then \
+	@WHEELHOUSE_KUBECTL="$${WHEELHOUSE_KUBECTL:-$$(scripts/kubectl.sh)}" || exit 1; export WHEELHOUSE_KUBECTL; \
+	if [ -n "$$WHEELHOUSE_TEST_DATABASE_URL" ]; then \
 		$(GO) test $(TEST_FLAGS) ./... ; \
 	else \
 		$(GO) run ./cmd/testenv -- $(GO) test $(TEST_FLAGS) ./... ; \

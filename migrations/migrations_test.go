@@ -34,7 +34,8 @@ func TestUpOnEmptyDatabase(t *testing.T) {
 			t.Fatalf("run %d: schema version %d, want %d", i, v, latest)
 		}
 	}
-	for _, table := range []string{"wh_meta", "wh_compact", "objects", "history", "goose_db_version"} {
+	for _, table := range []string{"wh_meta", "wh_compact", "objects", "history", "goose_db_version",
+		"teams", "clusters", "users", "memberships", "api_tokens"} {
 		var n int
 		if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
 			t.Errorf("table %s: %v", table, err)

@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wheelhouse-dev/wheelhouse/version"
@@ -40,6 +42,10 @@ type Config struct {
 	// ReadHeaderTimeout bounds reading a request's headers (default 10 s).
 	ReadHeaderTimeout time.Duration
 	Logger            *slog.Logger
+	// TLS, when set, serves HTTPS with it (the certificates must be set); nil serves plain HTTP.
+	TLS *tls.Config
+	// Mount registers further routes (the Kubernetes API, the platform API) on the server's Echo instance.
+	Mount []func(e *echo.Echo)
 }
 
 func (c *Config) setDefaults() {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,9 @@ func (s *Server) routes(e *echo.Echo) {
 	s.healthRoutes(e, "/readyz", ready)
 	s.quietGET(e, "/metrics", echo.WrapHandler(s.metrics.handler))
 	e.GET("/version", s.getVersion)
+	for _, mount := range s.cfg.Mount {
+		mount(e)
+	}
 }
 
 // quietGET registers a probe or scrape route: logged at debug level unless it fails, as they come every few
@@ -80,6 +84,10 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("server: listen on %s: %w", s.cfg.Listen, err)
 		}
 	}
+	scheme := "http"
+	if s.cfg.TLS != nil {
+		l, scheme = tls.NewListener(l, s.cfg.TLS), "https"
+	}
 	hs := &http.Server{
 		Handler:           s.echo,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
@@ -90,7 +98,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(l) }()
-	s.log.Info("serving HTTP", "url", "http://"+l.Addr().String())
+	s.log.Info("serving HTTP", "url", scheme+"://"+l.Addr().String())
 	select {
 	case err := <-served:
 		return fmt.Errorf("server: serve on %s: %w", l.Addr(), err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/migrations"
 	"github.com/wheelhouse-dev/wheelhouse/server"
+	"github.com/wheelhouse-dev/wheelhouse/server/servingcert"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/store/pgserver"
 	"github.com/wheelhouse-dev/wheelhouse/version"
@@ -31,6 +33,12 @@ type serverConfig struct {
 	LogFormat   string
 	// Retention is how long the store keeps history for watches and paged lists to resume from (a duration).
 	Retention string
+	// BootstrapToken and BootstrapPassword (env only: WHEELHOUSE_BOOTSTRAP_TOKEN / _PASSWORD) become the first
+	// admin's API token and dashboard password; unset, generated ones are printed once.
+	BootstrapToken, BootstrapPassword string
+	// TLSCertFile and TLSKeyFile serve HTTPS with that certificate; empty, the server keeps its own CA and
+	// serving certificate in DataDir/tls.
+	TLSCertFile, TLSKeyFile string
 }
 
 // Validate reports a configuration that cannot work.
@@ -83,6 +91,8 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.DataDir, "data-dir", "WHEELHOUSE_DATA_DIR", "./.wheelhouse", "directory for the server's state"},
 		{&cfg.LogLevel, "log-level", "WHEELHOUSE_LOG_LEVEL", "info", "log level: debug, info, warn or error"},
 		{&cfg.LogFormat, "log-format", "WHEELHOUSE_LOG_FORMAT", "text", "log format: text or json"},
+		{&cfg.TLSCertFile, "tls-cert-file", "WHEELHOUSE_TLS_CERT_FILE", "", "serving certificate (PEM); empty: a self-managed CA and certificate in <data-dir>/tls"},
+		{&cfg.TLSKeyFile, "tls-key-file", "WHEELHOUSE_TLS_KEY_FILE", "", "private key of --tls-cert-file (PEM)"},
 		{&cfg.Retention, "history-retention", "WHEELHOUSE_HISTORY_RETENTION", "5m", "how long change history is kept for watches to resume from"},
 	}
 	for _, b := range bindings {
@@ -96,6 +106,7 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 				*b.p = v
 			}
 		}
+		cfg.BootstrapToken, cfg.BootstrapPassword = getenv("WHEELHOUSE_BOOTSTRAP_TOKEN"), getenv("WHEELHOUSE_BOOTSTRAP_PASSWORD")
 		return runServer(cmd.Context(), cfg)
 	}
 	return cmd
@@ -153,7 +164,17 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-	srv, err := server.New(server.Config{Listen: cfg.Listen, Store: st, Logger: log.With("component", "http")})
+	mount, closeAPI, err := kubernetesAPI(ctx, cfg, url, st, log)
+	if err != nil {
+		return err
+	}
+	defer closeAPI()
+	tlsCfg, err := servingTLS(cfg)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Listen: cfg.Listen, Store: st, Logger: log.With("component", "http"),
+		Mount: mount, TLS: tlsCfg})
 	if err != nil {
 		return err
 	}
@@ -205,4 +226,28 @@ func migrate(ctx context.Context, url string, log *slog.Logger) error {
 	}
 	log.Info("database schema is up to date", "version", v)
 	return nil
+}
+
+// servingTLS loads the configured certificate, or the self-managed one in DataDir/tls (created on first start;
+// its CA goes into kubeconfigs).
+func servingTLS(cfg serverConfig) (*tls.Config, error) {
+	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+		}
+		return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	}
+	var hosts []string
+	if h, _, err := net.SplitHostPort(cfg.Listen); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
+		hosts = append(hosts, h)
+	}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	cert, _, err := servingcert.Ensure(filepath.Join(cfg.DataDir, "tls"), hosts, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

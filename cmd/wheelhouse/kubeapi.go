@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
+	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
+	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/store"
+	"github.com/wheelhouse-dev/wheelhouse/tenancy"
+	"github.com/wheelhouse-dev/wheelhouse/version"
+)
+
+// mastersGroup is the group whose members may do anything (until RBAC arrives with the tenancy issue).
+const mastersGroup = "system:masters"
+
+// kubernetesAPI opens the tenancy store, bootstraps the first team, cluster and admin (printing generated
+// secrets once), makes sure every cluster has its system objects, and returns the routes of the Kubernetes API.
+func kubernetesAPI(ctx context.Context, cfg serverConfig, url string, st *store.Store, log *slog.Logger) ([]func(*echo.Echo), func(), error) {
+	ten, err := tenancy.Open(ctx, tenancy.Config{URL: url, Logger: log.With("component", "tenancy")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open tenancy store: %w", err)
+	}
+	res, err := ten.Bootstrap(ctx, tenancy.BootstrapConfig{Token: cfg.BootstrapToken, Password: cfg.BootstrapPassword})
+	if err != nil {
+		ten.Close()
+		return nil, nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	if res.TokenUnusable {
+		log.Warn("WHEELHOUSE_BOOTSTRAP_TOKEN names a revoked or expired token; it will not authenticate")
+	}
+	printSecrets(res)
+	reg := resources.Default()
+	spec, err := openapi.Build(reg, version.Get().GitVersion)
+	if err != nil {
+		ten.Close()
+		return nil, nil, fmt.Errorf("build OpenAPI: %w", err)
+	}
+	tc, err := managedfields.NewTypeConverter(spec.Models(), false)
+	if err != nil {
+		ten.Close()
+		return nil, nil, fmt.Errorf("OpenAPI models: %w", err)
+	}
+	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
+		Authenticator: tokenAuthenticator{ten}, Authorizer: mastersOnly{}, OpenAPI: spec, TypeConverter: tc,
+		Logger: log.With("component", "kubeapi")})
+	if err != nil {
+		ten.Close()
+		return nil, nil, err
+	}
+	clusters, err := ten.Clusters(ctx)
+	if err != nil {
+		ten.Close()
+		return nil, nil, fmt.Errorf("list clusters: %w", err)
+	}
+	for _, c := range clusters {
+		if err := api.EnsureCluster(ctx, c.ID); err != nil {
+			ten.Close()
+			return nil, nil, fmt.Errorf("cluster %s: %w", c.ID, err)
+		}
+	}
+	return []func(*echo.Echo){api.Register}, ten.Close, nil
+}
+
+// printSecrets shows generated bootstrap secrets once, on stderr, outside the structured log.
+func printSecrets(res tenancy.BootstrapResult) {
+	if res.Token == "" && res.Password == "" {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "\n=== Wheelhouse first start: the admin's credentials (shown only this once) ===")
+	fmt.Fprintln(os.Stderr, "  user:     admin@localhost")
+	if res.Password != "" {
+		fmt.Fprintln(os.Stderr, "  password:", res.Password)
+	}
+	if res.Token != "" {
+		fmt.Fprintln(os.Stderr, "  token:   ", res.Token)
+		fmt.Fprintln(os.Stderr, "  kubeconfig: wheelhouse kubeconfig --cluster default --token <token> > kubeconfig")
+	}
+	fmt.Fprintln(os.Stderr, "=============================================================================")
+}
+
+type clusterSource struct{ ten *tenancy.Store }
+
+func (c clusterSource) Cluster(ctx context.Context, id string) (kubeapi.Cluster, error) {
+	cl, err := c.ten.Cluster(ctx, id)
+	if errors.Is(err, tenancy.ErrNotFound) {
+		return kubeapi.Cluster{}, kubeapi.ErrClusterNotFound
+	}
+	if err != nil {
+		return kubeapi.Cluster{}, err
+	}
+	return kubeapi.Cluster{ID: cl.ID, ServiceCIDR: cl.ServiceCIDR.String()}, nil
+}
+
+type tokenAuthenticator struct{ ten *tenancy.Store }
+
+func (a tokenAuthenticator) AuthenticateToken(ctx context.Context, token string) (kubeapi.User, error) {
+	p, err := a.ten.Authenticate(ctx, token)
+	if errors.Is(err, tenancy.ErrUnauthenticated) {
+		return kubeapi.User{}, kubeapi.ErrUnauthenticated
+	}
+	if err != nil {
+		return kubeapi.User{}, err
+	}
+	u := kubeapi.User{Name: p.Email, UID: p.UserID, Groups: []string{"system:authenticated"}}
+	if p.Admin {
+		u.Groups = append(u.Groups, mastersGroup)
+	}
+	return u, nil
+}
+
+// mastersOnly admits members of system:masters (the bootstrap admin) and nobody else.
+type mastersOnly struct{}
+
+func (mastersOnly) Authorize(_ context.Context, a kubeapi.Attributes) (bool, string, error) {
+	if slices.Contains(a.User.Groups, mastersGroup) {
+		return true, "", nil
+	}
+	return false, "only administrators may use the API until RBAC is configured", nil
+}

@@ -1,0 +1,283 @@
+package kubeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/store"
+	"github.com/wheelhouse-dev/wheelhouse/version"
+)
+
+// Storage is what the API needs of the object store (*store.Store implements it).
+type Storage interface {
+	Get(ctx context.Context, key store.Key) (store.Object, error)
+	List(ctx context.Context, opts store.ListOptions) (store.ListResult, error)
+	Create(ctx context.Context, key store.Key, value []byte) (store.Object, error)
+	Update(ctx context.Context, key store.Key, value []byte, expectRev int64) (store.Object, error)
+	Delete(ctx context.Context, key store.Key, expectRev int64) (store.Object, error)
+	Watch(ctx context.Context, opts store.WatchOptions) (*store.Watcher, error)
+	CurrentRevision(ctx context.Context) (int64, error)
+}
+
+var _ Storage = (*store.Store)(nil)
+
+// Cluster is what the API needs to know of a cluster.
+type Cluster struct {
+	ID          string
+	ServiceCIDR string // default 10.96.0.0/12
+}
+
+// Clusters finds the cluster named in a URL. It returns ErrClusterNotFound for an unknown id.
+type Clusters interface {
+	Cluster(ctx context.Context, id string) (Cluster, error)
+}
+
+// ErrClusterNotFound is returned by Clusters for an unknown cluster id.
+var ErrClusterNotFound = errors.New("kubeapi: cluster not found")
+
+// User is an authenticated caller.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+}
+
+// Authenticator checks a bearer token; it returns ErrUnauthenticated for a token it does not accept.
+type Authenticator interface {
+	AuthenticateToken(ctx context.Context, token string) (User, error)
+}
+
+// ErrUnauthenticated is returned by an Authenticator for a token it does not accept.
+var ErrUnauthenticated = errors.New("kubeapi: unauthenticated")
+
+// Attributes describe one request for authorization.
+type Attributes struct {
+	User        User
+	Cluster     string
+	Verb        string
+	Group       string
+	Resource    string
+	Subresource string
+	Namespace   string
+	Name        string
+	// Path is set for requests that are not about a resource (discovery, OpenAPI).
+	Path string
+}
+
+// Authorizer decides whether a request may proceed; reason is shown to a refused caller.
+type Authorizer interface {
+	Authorize(ctx context.Context, a Attributes) (allowed bool, reason string, err error)
+}
+
+// OpenAPI serves the OpenAPI documents (server/openapi.Spec implements it).
+type OpenAPI interface {
+	ServeV2(w http.ResponseWriter, r *http.Request)
+	ServeV3Root(w http.ResponseWriter, r *http.Request, prefix string)
+	ServeV3GroupVersion(w http.ResponseWriter, r *http.Request, prefix, gvPath string)
+}
+
+// Config configures the Kubernetes API.
+type Config struct {
+	Storage       Storage
+	Registry      *resources.Registry
+	Clusters      Clusters
+	Authenticator Authenticator
+	Authorizer    Authorizer
+	OpenAPI       OpenAPI // optional: without it /openapi/* is 404
+	// TypeConverter gives server-side apply the schema of every kind (managedfields.NewTypeConverter over the
+	// OpenAPI models). Default: a deduced converter, which treats every list as atomic.
+	TypeConverter managedfields.TypeConverter
+	Version       version.Info
+	Logger        *slog.Logger
+	// MaxBodyBytes bounds request bodies (default 3 MiB, upstream's limit).
+	MaxBodyBytes int64
+	// MaxMutatingInFlight and MaxReadOnlyInFlight bound concurrent requests (defaults 200 and 400, upstream's);
+	// past them requests get 429 with Retry-After. Watches are not counted.
+	MaxMutatingInFlight, MaxReadOnlyInFlight int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 3 << 20
+	}
+	if c.MaxMutatingInFlight == 0 {
+		c.MaxMutatingInFlight = 200
+	}
+	if c.MaxReadOnlyInFlight == 0 {
+		c.MaxReadOnlyInFlight = 400
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Version == (version.Info{}) {
+		c.Version = version.Get()
+	}
+}
+
+// Validate reports a Config that cannot work.
+func (c *Config) Validate() error {
+	if c.Storage == nil || c.Registry == nil || c.Clusters == nil || c.Authenticator == nil || c.Authorizer == nil {
+		return errors.New("kubeapi: Storage, Registry, Clusters, Authenticator and Authorizer are required")
+	}
+	return nil
+}
+
+// API serves the Kubernetes REST API of every cluster under /clusters/<id>/.
+type API struct {
+	cfg      Config
+	log      *slog.Logger
+	mutating chan struct{} // in-flight slots for writes
+	readOnly chan struct{} // in-flight slots for reads
+	managers *fieldManagers
+}
+
+// New builds the API.
+func New(cfg Config) (*API, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &API{cfg: cfg, log: cfg.Logger,
+		mutating: make(chan struct{}, cfg.MaxMutatingInFlight),
+		readOnly: make(chan struct{}, cfg.MaxReadOnlyInFlight),
+		managers: newFieldManagers(cfg.TypeConverter),
+	}, nil
+}
+
+// Register mounts the API on e.
+func (a *API) Register(e *echo.Echo) {
+	e.Any("/clusters/:cluster", a.handle)
+	e.Any("/clusters/:cluster/*", a.handle)
+}
+
+// Prefix is the URL path prefix of a cluster's API: the server of its kubeconfig, below the server URL.
+func Prefix(cluster string) string { return "/clusters/" + cluster }
+
+// handle is the request pipeline: find the cluster, authenticate, route, authorize, serve. It answers every
+// error itself as a Status and returns nil to Echo.
+func (a *API) handle(c echo.Context) error {
+	req := c.Request()
+	rq := &request{api: a, w: c.Response(), r: req, ctx: req.Context(), cluster: Cluster{ID: c.Param("cluster")}}
+	rq.prefix = Prefix(rq.cluster.ID)
+	rq.path = strings.TrimPrefix(req.URL.Path, rq.prefix)
+	rq.out, _ = negotiate(req.Header.Get("Accept"), "Table", "PartialObjectMetadata", "PartialObjectMetadataList",
+		"APIGroupDiscoveryList")
+	if rq.out.info.Serializer == nil {
+		rq.out, _ = negotiate("application/json")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			rq.fail(internalf("panic: %v", p))
+		}
+	}()
+	if err := rq.serve(); err != nil {
+		rq.fail(err)
+	}
+	return nil
+}
+
+// request is one API request in flight.
+type request struct {
+	api     *API
+	w       http.ResponseWriter
+	r       *http.Request
+	ctx     context.Context
+	cluster Cluster
+	prefix  string // "/clusters/<id>"
+	path    string // below prefix
+	user    User
+	info    requestInfo
+	res     *resources.Resource
+	out     output
+}
+
+func (rq *request) serve() error {
+	user, err := rq.authenticate()
+	if err != nil {
+		return err
+	}
+	rq.user = user
+	cl, err := rq.api.cfg.Clusters.Cluster(rq.ctx, rq.cluster.ID)
+	if errors.Is(err, ErrClusterNotFound) {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "clusters"}, rq.cluster.ID)
+	} else if err != nil {
+		return internal(err)
+	}
+	rq.cluster = cl
+	q := rq.r.URL.Query()
+	rq.info = parseRequestInfo(rq.r.Method, rq.path, q.Get("watch") == "true" || q.Get("watch") == "1")
+	if !rq.info.resource {
+		if err := rq.authorize(Attributes{Verb: strings.ToLower(rq.r.Method), Path: rq.path}); err != nil {
+			return err
+		}
+		return rq.serveNonResource()
+	}
+	return rq.serveResource()
+}
+
+func (rq *request) authenticate() (User, error) {
+	h := rq.r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return User{}, apierrors.NewUnauthorized("Unauthorized: a bearer token is required")
+	}
+	u, err := rq.api.cfg.Authenticator.AuthenticateToken(rq.ctx, strings.TrimSpace(token))
+	if errors.Is(err, ErrUnauthenticated) {
+		return User{}, apierrors.NewUnauthorized("Unauthorized")
+	} else if err != nil {
+		return User{}, internal(err)
+	}
+	return u, nil
+}
+
+func (rq *request) authorize(attrs Attributes) error {
+	attrs.User, attrs.Cluster = rq.user, rq.cluster.ID
+	ok, reason, err := rq.api.cfg.Authorizer.Authorize(rq.ctx, attrs)
+	if err != nil {
+		return internal(err)
+	}
+	if ok {
+		return nil
+	}
+	gr := schema.GroupResource{Group: attrs.Group, Resource: attrs.Resource}
+	msg := fmt.Sprintf("user %q cannot %s resource %q in API group %q", rq.user.Name, attrs.Verb, attrs.Resource, attrs.Group)
+	if attrs.Resource == "" {
+		msg = fmt.Sprintf("user %q cannot %s path %q", rq.user.Name, attrs.Verb, attrs.Path)
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return apierrors.NewForbidden(gr, attrs.Name, errors.New(msg))
+}
+
+// fail writes err as a Status and logs internal errors.
+func (rq *request) fail(err error) {
+	if errors.Is(err, context.Canceled) && rq.ctx.Err() != nil {
+		return // the client went away
+	}
+	st := statusFor(err)
+	if st.Code >= 500 {
+		rq.api.log.ErrorContext(rq.ctx, "kubernetes API request failed", "err", err, "method", rq.r.Method,
+			"path", rq.r.URL.Path, "cluster", rq.cluster.ID)
+	}
+	if st.Code == http.StatusTooManyRequests || st.Code == http.StatusServiceUnavailable {
+		rq.w.Header().Set("Retry-After", "1")
+	}
+	rq.write(int(st.Code), &st)
+}

@@ -1,0 +1,136 @@
+package kubeapi
+
+import (
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// serveResource routes a request that names a resource: scope and verb checks, authorization, in-flight limits,
+// then the verb's handler.
+func (rq *request) serveResource() error {
+	ri := rq.info
+	res, ok := rq.api.cfg.Registry.Lookup(ri.gv.WithResource(ri.plural))
+	if !ok {
+		return notFoundPath()
+	}
+	rq.res = res
+	if ri.namespace != "" && !res.Namespaced {
+		return notFoundPath()
+	}
+	if res.Namespaced && ri.namespace == "" && ri.verb != "list" && ri.verb != "watch" {
+		return notFoundPath()
+	}
+	if ri.verb == "" {
+		return statusErr(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
+			"the server does not allow this method on the requested resource")
+	}
+	if err := rq.checkSubresource(); err != nil {
+		return err
+	}
+	if err := rq.authorize(Attributes{Verb: ri.verb, Group: ri.gv.Group, Resource: ri.plural,
+		Subresource: ri.subresource, Namespace: ri.namespace, Name: ri.name}); err != nil {
+		return err
+	}
+	if ri.verb != "watch" {
+		release, err := rq.acquire()
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	if rq.r.Body != nil {
+		rq.r.Body = http.MaxBytesReader(rq.w, rq.r.Body, rq.api.cfg.MaxBodyBytes)
+	}
+	return rq.dispatch()
+}
+
+func (rq *request) dispatch() error {
+	ri := rq.info
+	switch ri.subresource {
+	case "scale":
+		return rq.serveScale()
+	case "binding":
+		return rq.serveBinding()
+	}
+	switch ri.verb {
+	case "get":
+		return rq.get()
+	case "list":
+		return rq.list()
+	case "watch":
+		return rq.watch()
+	case "create":
+		return rq.create()
+	case "update":
+		return rq.update()
+	case "patch":
+		return rq.patch()
+	case "delete":
+		return rq.delete()
+	case "deletecollection":
+		return rq.deleteCollection()
+	}
+	return notFoundPath()
+}
+
+// checkSubresource refuses subresources and verbs the resource does not serve.
+func (rq *request) checkSubresource() error {
+	ri, res := rq.info, rq.res
+	allowed := res.HasVerb(ri.verb)
+	if ri.subresource != "" {
+		allowed = false
+		for _, s := range subresources(res) {
+			if s.name == ri.subresource && contains(s.verbs, ri.verb) {
+				allowed = true
+			}
+		}
+		if ri.name == "" {
+			return notFoundPath()
+		}
+	}
+	if !allowed {
+		return statusErr(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
+			"the server does not allow this method on the requested resource")
+	}
+	return nil
+}
+
+// acquire takes an in-flight slot; it fails with 429 at once when none is free.
+func (rq *request) acquire() (func(), error) {
+	slots := rq.api.readOnly
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		slots = rq.api.mutating
+	}
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
+	default:
+		return nil, apierrors.NewTooManyRequests("too many requests in flight; retry shortly", 1)
+	}
+}
+
+func notFoundPath() error {
+	return statusErr(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+}
+
+// readBody reads the request body; a body over the limit is 413.
+func (rq *request) readBody() ([]byte, error) {
+	if rq.r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(rq.r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if asMaxBytes(err, &mbe) {
+			return nil, apierrors.NewRequestEntityTooLargeError("limit is " + formatBytes(mbe.Limit))
+		}
+		return nil, badRequestf("reading the request body failed")
+	}
+	return b, nil
+}
+
+func (rq *request) gr() schema.GroupResource { return rq.res.GroupVersionResource().GroupResource() }

@@ -1,0 +1,289 @@
+package kubeapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/wheelhouse-dev/wheelhouse/store"
+)
+
+// defaultWatchTimeout ends watches without timeoutSeconds (upstream picks 30-60 minutes at random).
+const defaultWatchTimeout = 30 * time.Minute
+
+// initialEventsEnd is the annotation of the bookmark that ends the initial events of a WatchList.
+const initialEventsEnd = "k8s.io/initial-events-end"
+
+// watchParams are a watch request's parameters.
+type watchParams struct {
+	sel           selector
+	rv            int64
+	rvSet         bool // resourceVersion given and not "0"
+	bookmarks     bool
+	initialEvents *bool
+	timeout       time.Duration
+}
+
+func (rq *request) watchParams() (watchParams, error) {
+	q := rq.r.URL.Query()
+	var p watchParams
+	var err error
+	if p.sel, err = rq.selectors(q.Get("labelSelector"), q.Get("fieldSelector")); err != nil {
+		return p, err
+	}
+	rvStr := q.Get("resourceVersion")
+	if p.rv, err = parseRV(rvStr); err != nil {
+		return p, err
+	}
+	p.rvSet = rvStr != "" && rvStr != "0"
+	p.bookmarks = q.Get("allowWatchBookmarks") == "true"
+	if v := q.Get("sendInitialEvents"); v != "" {
+		b := v == "true"
+		p.initialEvents = &b
+		var errs field.ErrorList
+		if b && q.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) {
+			errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"),
+				"sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+		}
+		if b && !p.bookmarks {
+			errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"),
+				"sendInitialEvents requires setting allowWatchBookmarks to true"))
+		}
+		if len(errs) > 0 {
+			return p, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", errs)
+		}
+	}
+	p.timeout = defaultWatchTimeout
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return p, badRequestf("invalid timeoutSeconds %q", v)
+		}
+		if n > 0 {
+			p.timeout = time.Duration(n) * time.Second
+		}
+	}
+	return p, nil
+}
+
+// watch serves a WATCH: initial events when asked (or implied by resourceVersion "" / "0"), then every change
+// after the starting revision that matches the selectors, with objects entering or leaving a selector seen as
+// ADDED / DELETED, bookmarks when allowed, until timeoutSeconds, the client leaving or the server stopping.
+func (rq *request) watch() error {
+	p, err := rq.watchParams()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(rq.ctx, p.timeout)
+	defer cancel()
+	ws := &watchStream{rq: rq, p: p, in: map[string]bool{}}
+	initial := !p.rvSet
+	if p.initialEvents != nil {
+		initial = *p.initialEvents
+	}
+	var pending []runtime.Object
+	from := p.rv
+	switch {
+	case initial:
+		items, rev, err := ws.state(0)
+		if err != nil {
+			return err
+		}
+		pending, from = items, rev
+	case !p.rvSet:
+		rev, err := rq.api.cfg.Storage.CurrentRevision(rq.ctx)
+		if err != nil {
+			return storeError(err, rq.gr(), "")
+		}
+		from = rev
+		if _, _, err := ws.state(rev); err != nil {
+			return err
+		}
+	default:
+		if !ws.p.sel.empty() {
+			if _, _, err := ws.state(from); err != nil {
+				return err
+			}
+		}
+	}
+	w, err := rq.api.cfg.Storage.Watch(ctx, store.WatchOptions{Cluster: rq.cluster.ID, Resource: rq.res.Storage,
+		Namespace: rq.info.namespace, Name: p.sel.name(), Revision: from, Progress: p.bookmarks})
+	if err != nil {
+		return storeError(err, rq.gr(), "")
+	}
+	defer w.Stop()
+	if err := ws.start(); err != nil {
+		return err
+	}
+	for _, obj := range pending {
+		ws.send(watch.Added, obj)
+	}
+	if initial && p.initialEvents != nil && *p.initialEvents {
+		ws.bookmark(from, true)
+	}
+	ws.flush()
+	ws.loop(ctx, w)
+	return nil
+}
+
+// watchStream writes watch events to one client.
+type watchStream struct {
+	rq  *request
+	p   watchParams
+	in  map[string]bool // with selectors: keys currently matching, to turn entering/leaving into ADDED/DELETED
+	enc runtime.Encoder
+	out streaming.Encoder
+	fl  http.Flusher
+}
+
+// state lists the matching objects at rev (0: now) and records which keys match.
+func (ws *watchStream) state(rev int64) ([]runtime.Object, int64, error) {
+	items, listRev, _, err := ws.rq.listFiltered(store.ListOptions{Cluster: ws.rq.cluster.ID,
+		Resource: ws.rq.res.Storage, Namespace: ws.rq.info.namespace, Revision: rev}, ws.p.sel)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, obj := range items {
+		m := mustAccessor(obj)
+		ws.in[m.GetNamespace()+"/"+m.GetName()] = true
+	}
+	return items, listRev, nil
+}
+
+func (ws *watchStream) start() error {
+	rq := ws.rq
+	info := rq.out.info
+	if info.StreamSerializer == nil {
+		return statusErr(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "watch is not supported in "+info.MediaType)
+	}
+	ws.enc = info.Serializer
+	ws.out = streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(rq.w), info.StreamSerializer.Serializer)
+	ws.fl, _ = rq.w.(http.Flusher)
+	ct := info.MediaType + ";stream=watch"
+	if rq.out.as == "Table" {
+		ct = info.MediaType + ";as=Table;g=meta.k8s.io;v=v1;stream=watch"
+	}
+	rq.w.Header().Set("Content-Type", ct)
+	rq.w.Header().Set("Transfer-Encoding", "chunked")
+	rq.w.WriteHeader(http.StatusOK)
+	ws.flush()
+	return nil
+}
+
+func (ws *watchStream) loop(ctx context.Context, w *store.Watcher) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events():
+			if !ok {
+				ws.finish(w.Err())
+				return
+			}
+			ws.event(ev)
+			for drained := false; !drained; {
+				select {
+				case ev, ok := <-w.Events():
+					if !ok {
+						ws.flush()
+						ws.finish(w.Err())
+						return
+					}
+					ws.event(ev)
+				default:
+					drained = true
+				}
+			}
+			ws.flush()
+		}
+	}
+}
+
+// finish reports why the store watch ended: compaction as a 410 ERROR event; a slow watcher or shutdown just
+// ends the stream (the client resumes from its last resourceVersion).
+func (ws *watchStream) finish(err error) {
+	if errors.Is(err, store.ErrCompacted) {
+		st := statusFor(apierrors.NewResourceExpired("too old resource version"))
+		ws.send(watch.Error, &st)
+		ws.flush()
+	}
+}
+
+func (ws *watchStream) event(ev store.Event) {
+	if ev.Type == store.Bookmark {
+		if ws.p.bookmarks {
+			ws.bookmark(ev.Revision(), false)
+		}
+		return
+	}
+	obj, err := decodeStored(ws.rq.res, ev.Object)
+	if err != nil {
+		ws.rq.api.log.Error("decoding a watched object failed", "err", err, "key", ev.Object.Key.String())
+		return
+	}
+	k := ev.Object.Namespace + "/" + ev.Object.Name
+	matches := ev.Type != store.Deleted && ws.p.sel.matches(ws.rq.res, obj)
+	was := ws.in[k] || ws.p.sel.empty()
+	if ev.Type == store.Deleted {
+		matches, was = false, ws.in[k] || (ws.p.sel.empty() || ws.p.sel.matches(ws.rq.res, obj))
+	}
+	switch {
+	case matches && (ev.Type == store.Added || !was):
+		ws.send(watch.Added, obj)
+	case matches:
+		ws.send(watch.Modified, obj)
+	case was:
+		ws.send(watch.Deleted, obj)
+	}
+	if !ws.p.sel.empty() {
+		if matches {
+			ws.in[k] = true
+		} else {
+			delete(ws.in, k)
+		}
+	}
+}
+
+// bookmark sends a BOOKMARK at rev; initialEnd marks the end of a WatchList's initial events.
+func (ws *watchStream) bookmark(rev int64, initialEnd bool) {
+	obj := ws.rq.res.New()
+	setGVK(ws.rq.res, obj)
+	m := mustAccessor(obj)
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if initialEnd {
+		m.SetAnnotations(map[string]string{initialEventsEnd: "true"})
+	}
+	ws.send(watch.Bookmark, obj)
+}
+
+func (ws *watchStream) send(t watch.EventType, obj runtime.Object) {
+	if ws.rq.out.as == "Table" && t != watch.Error && t != watch.Bookmark {
+		m := mustAccessor(obj)
+		obj = ws.rq.table([]runtime.Object{obj}, metav1.ListMeta{ResourceVersion: m.GetResourceVersion()})
+	} else if ws.rq.out.as == "PartialObjectMetadata" && t != watch.Error {
+		obj = partial(ws.rq, obj)
+	}
+	var buf bytes.Buffer
+	if err := ws.enc.Encode(obj, &buf); err != nil {
+		ws.rq.api.log.Error("encoding a watch event failed", "err", err)
+		return
+	}
+	_ = ws.out.Encode(&metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: buf.Bytes()}})
+}
+
+func (ws *watchStream) flush() {
+	if ws.fl != nil {
+		ws.fl.Flush()
+	}
+}

@@ -1,0 +1,251 @@
+package kubeapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/wheelhouse-dev/wheelhouse/store"
+)
+
+// maxConflictRetries bounds the retries of an unconditional update or patch that lost a race.
+const maxConflictRetries = 8
+
+// create serves POST of a new object.
+func (rq *request) create() error {
+	obj, err := rq.decodeBody()
+	if err != nil {
+		return err
+	}
+	m := mustAccessor(obj)
+	if rq.res.Namespaced {
+		if ns := m.GetNamespace(); ns != "" && ns != rq.info.namespace {
+			return badRequestf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)",
+				ns, rq.info.namespace)
+		}
+		m.SetNamespace(rq.info.namespace)
+	} else {
+		m.SetNamespace("")
+	}
+	if m.GetName() == "" && m.GetGenerateName() == "" {
+		return invalid(rq.res, "", requiredName())
+	}
+	created, err := rq.createObject(obj)
+	if err != nil {
+		return err
+	}
+	return rq.writeObject(http.StatusCreated, created)
+}
+
+// createObject runs the create pipeline on a decoded object (POST, and PATCH/apply creating an object):
+// namespace lifecycle, server-owned metadata, defaulting, validation, managed fields, store.
+func (rq *request) createObject(obj runtime.Object) (runtime.Object, error) {
+	dry, err := rq.dryRun()
+	if err != nil {
+		return nil, err
+	}
+	manager, err := rq.fieldManager()
+	if err != nil {
+		return nil, err
+	}
+	m := mustAccessor(obj)
+	if err := rq.checkNamespaceOpen(m.GetNamespace()); err != nil {
+		return nil, err
+	}
+	prepareCreate(rq.res, obj, rq.api.cfg.Now())
+	if rq.res.Default != nil {
+		rq.res.Default(obj)
+	}
+	if err := validateCreate(rq.res, obj); err != nil {
+		return nil, err
+	}
+	if !rq.applying() {
+		fm, err := rq.api.managers.get(rq.res, "")
+		if err != nil {
+			return nil, internal(err)
+		}
+		obj = fm.UpdateNoErrors(rq.res.New(), obj, manager)
+	}
+	if dry {
+		return obj, nil
+	}
+	data, err := encodeStored(rq.res, obj)
+	if err != nil {
+		return nil, internal(err)
+	}
+	so, err := rq.api.cfg.Storage.Create(rq.ctx, rq.key(rq.res, m.GetNamespace(), m.GetName()), data)
+	if err != nil {
+		return nil, storeError(err, rq.gr(), m.GetName())
+	}
+	return rq.decodeResult(so)
+}
+
+func (rq *request) decodeResult(so store.Object) (runtime.Object, error) {
+	obj, err := decodeStored(rq.res, so)
+	if err != nil {
+		return nil, internal(err)
+	}
+	return obj, nil
+}
+
+// checkNamespaceOpen refuses creating objects in a namespace that does not exist or is terminating.
+func (rq *request) checkNamespaceOpen(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	so, err := rq.api.cfg.Storage.Get(rq.ctx, store.Key{Cluster: rq.cluster.ID, Resource: "namespaces", Name: ns})
+	if errors.Is(err, store.ErrNotFound) {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, ns)
+	} else if err != nil {
+		return storeError(err, schema.GroupResource{Resource: "namespaces"}, ns)
+	}
+	var nsObj corev1.Namespace
+	if _, _, err := storageCodec.Decode(so.Value, nil, &nsObj); err != nil {
+		return internal(err)
+	}
+	if nsObj.DeletionTimestamp != nil || nsObj.Status.Phase == corev1.NamespaceTerminating {
+		return apierrors.NewForbidden(rq.gr(), "", fmt.Errorf(
+			"unable to create new content in namespace %s because it is being terminated", ns))
+	}
+	return nil
+}
+
+// update serves PUT of an object or its status.
+func (rq *request) update() error {
+	obj, err := rq.decodeBody()
+	if err != nil {
+		return err
+	}
+	m := mustAccessor(obj)
+	if m.GetName() != rq.info.name {
+		return badRequestf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), rq.info.name)
+	}
+	if rq.res.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != rq.info.namespace {
+		return badRequestf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)",
+			m.GetNamespace(), rq.info.namespace)
+	}
+	expect, err := parseRV(m.GetResourceVersion())
+	if err != nil {
+		return err
+	}
+	out, err := rq.updateLoop(expect, func(old runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
+	if err != nil {
+		return err
+	}
+	return rq.writeObject(http.StatusOK, out)
+}
+
+// updateLoop reads the stored object, computes the new one with mutate and writes it with compare-and-swap. With
+// expect > 0 a stale revision is a 409; with expect == 0 (unconditional) a lost race is retried.
+func (rq *request) updateLoop(expect int64, mutate func(old runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	for attempt := 0; ; attempt++ {
+		old, so, err := rq.load(rq.info.namespace, rq.info.name)
+		if err != nil {
+			return nil, err
+		}
+		if expect > 0 && expect != so.Revision {
+			return nil, storeError(store.ErrConflict, rq.gr(), rq.info.name)
+		}
+		obj, err := mutate(old.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		out, err := rq.updateObject(obj, old, so.Revision)
+		if errors.Is(err, errRetry) && expect == 0 && attempt < maxConflictRetries {
+			continue
+		}
+		if errors.Is(err, errRetry) {
+			return nil, storeError(store.ErrConflict, rq.gr(), rq.info.name)
+		}
+		return out, err
+	}
+}
+
+// errRetry marks a compare-and-swap that lost a race.
+var errRetry = errors.New("kubeapi: conflict")
+
+// updateObject runs the update pipeline: server-owned metadata, status split, defaulting, validation, managed
+// fields, finalizer completion, store. A no-op update writes nothing and returns the stored object.
+func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Object, error) {
+	dry, err := rq.dryRun()
+	if err != nil {
+		return nil, err
+	}
+	manager, err := rq.fieldManager()
+	if err != nil {
+		return nil, err
+	}
+	sub := rq.info.subresource
+	prepareUpdate(rq.res, obj, old, sub)
+	if rq.res.Default != nil {
+		rq.res.Default(obj)
+	}
+	if err := validateUpdate(rq.res, obj, old, sub); err != nil {
+		return nil, err
+	}
+	if !rq.applying() {
+		fm, err := rq.api.managers.get(rq.res, sub)
+		if err != nil {
+			return nil, internal(err)
+		}
+		obj = fm.UpdateNoErrors(old, obj, manager)
+	}
+	m := mustAccessor(obj)
+	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 {
+		return rq.finishDelete(obj, rev, dry)
+	}
+	return rq.storeUpdate(obj, old, rev, dry)
+}
+
+// storeUpdate writes obj over revision rev, unless nothing changed.
+func (rq *request) storeUpdate(obj, old runtime.Object, rev int64, dry bool) (runtime.Object, error) {
+	data, err := encodeStored(rq.res, obj)
+	if err != nil {
+		return nil, internal(err)
+	}
+	if oldData, err := encodeStored(rq.res, old); err == nil && string(oldData) == string(data) {
+		return old, nil
+	}
+	if dry {
+		return obj, nil
+	}
+	m := mustAccessor(obj)
+	so, err := rq.api.cfg.Storage.Update(rq.ctx, rq.key(rq.res, m.GetNamespace(), m.GetName()), data, rev)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, errRetry
+	}
+	if err != nil {
+		return nil, storeError(err, rq.gr(), m.GetName())
+	}
+	return rq.decodeResult(so)
+}
+
+// finishDelete removes an object whose deletion was waiting for finalizers that are now gone.
+func (rq *request) finishDelete(obj runtime.Object, rev int64, dry bool) (runtime.Object, error) {
+	if dry {
+		return obj, nil
+	}
+	m := mustAccessor(obj)
+	so, err := rq.api.cfg.Storage.Delete(rq.ctx, rq.key(rq.res, m.GetNamespace(), m.GetName()), rev)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, errRetry
+	}
+	if err != nil {
+		return nil, storeError(err, rq.gr(), m.GetName())
+	}
+	return rq.decodeResult(so)
+}
+
+// applying reports whether the request is a server-side apply (whose field manager runs in the patch handler).
+func (rq *request) applying() bool {
+	return rq.info.verb == "patch" && contentTypeOf(rq.r) == "application/apply-patch+yaml"
+}
+
+func storeConflict(rq *request) error { return storeError(store.ErrConflict, rq.gr(), rq.info.name) }
