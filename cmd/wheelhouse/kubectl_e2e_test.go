@@ -86,6 +86,17 @@ metadata:
 stringData:
   password: s3cret
 ---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: shop
+spec:
+  selector: {app: web}
+  ports:
+  - port: 80
+    targetPort: 80
+---
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -136,7 +147,8 @@ func TestKubectl(t *testing.T) {
 		k.t = t
 		k.must("", "create", "namespace", "shop")
 		contains(t, k.must(appManifest, "apply", "-f", "-"), "configmap/web-config created",
-			"secret/web-secret created", "deployment.apps/web created")
+			"secret/web-secret created", "service/web created", "deployment.apps/web created")
+		contains(t, k.must("", "get", "svc", "web", "-n", "shop"), "ClusterIP", "10.", "80/TCP")
 		contains(t, k.must("", "get", "deploy", "-n", "shop"), "NAME", "READY", "UP-TO-DATE", "web")
 		contains(t, k.must("", "get", "deploy", "-n", "shop", "-o", "wide"), "CONTAINERS", "nginx:1.27")
 		contains(t, k.must("", "get", "cm", "-n", "shop", "-l", "app=web", "--show-labels"), "web-config", "app=web")

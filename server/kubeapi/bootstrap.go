@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
 	"github.com/wheelhouse-dev/wheelhouse/store"
@@ -18,14 +19,6 @@ import (
 // systemNamespaces exist in every cluster.
 var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
-// systemPriorityClasses are upstream's two built-in classes.
-var systemPriorityClasses = []*schedulingv1.PriorityClass{
-	{ObjectMeta: metav1.ObjectMeta{Name: "system-node-critical"}, Value: 2000001000,
-		Description: "Used for system critical pods that must not be moved from their current node."},
-	{ObjectMeta: metav1.ObjectMeta{Name: "system-cluster-critical"}, Value: 2000000000,
-		Description: "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."},
-}
-
 // EnsureCluster creates the objects every cluster starts with when they are missing: the system namespaces and
 // priority classes. It is idempotent and safe to run from several replicas at once (create-if-absent).
 func (a *API) EnsureCluster(ctx context.Context, cluster string) error {
@@ -33,15 +26,40 @@ func (a *API) EnsureCluster(ctx context.Context, cluster string) error {
 	for _, ns := range systemNamespaces {
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
-	for _, pc := range systemPriorityClasses {
-		objs = append(objs, pc.DeepCopy())
+	for _, pc := range resources.SystemPriorityClasses() {
+		objs = append(objs, pc)
 	}
 	for _, obj := range objs {
 		if err := a.ensureObject(ctx, cluster, obj); err != nil {
 			return err
 		}
 	}
-	return nil
+	return a.ensureKubernetesService(ctx, cluster)
+}
+
+// ensureKubernetesService creates default/kubernetes at the first address of the service range: the in-cluster
+// name of the API (its endpoints follow the server in the agent issue).
+func (a *API) ensureKubernetesService(ctx context.Context, id string) error {
+	cl, err := a.cfg.Clusters.Cluster(ctx, id)
+	if err != nil {
+		return fmt.Errorf("kubeapi: cluster %s: %w", id, err)
+	}
+	prefix, err := netip.ParsePrefix(cl.ServiceCIDR)
+	if err != nil {
+		return fmt.Errorf("kubeapi: cluster %s: service CIDR %q: %w", id, cl.ServiceCIDR, err)
+	}
+	ip := nthAddr(prefix, 1).String()
+	key := store.Key{Cluster: id, Resource: ipAllocations, Name: ip}
+	if _, err := a.cfg.Storage.Create(ctx, key, []byte(`{}`)); err != nil && !errors.Is(err, store.ErrExists) {
+		return fmt.Errorf("kubeapi: reserve %s: %w", key, err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: []string{ip}, Ports: []corev1.ServicePort{
+			{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(443)}}},
+	}
+	return a.ensureObject(ctx, id, svc)
 }
 
 // ensureObject creates obj (a system object) unless it exists.

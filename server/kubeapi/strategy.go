@@ -42,9 +42,8 @@ func prepareCreate(res *resources.Resource, obj runtime.Object, now time.Time) {
 	}
 }
 
-// prepareUpdate carries the server-owned metadata of old into obj, applies the status split (the main resource
-// keeps the stored status; /status keeps everything but status) and bumps the generation when anything outside
-// metadata and status changed.
+// prepareUpdate carries the server-owned metadata of old into obj and applies the status split (the main
+// resource keeps the stored status; /status keeps everything but status).
 func prepareUpdate(res *resources.Resource, obj, old runtime.Object, subresource string) {
 	m, o := mustAccessor(obj), mustAccessor(old)
 	m.SetUID(o.GetUID())
@@ -62,8 +61,14 @@ func prepareUpdate(res *resources.Resource, obj, old runtime.Object, subresource
 	case res.Status:
 		copyField(obj, old, "Status")
 	}
+}
+
+// bumpGeneration increments metadata.generation when anything outside metadata and status changed. Call it
+// after defaulting, so that a PUT leaving out defaulted fields is not a change.
+func bumpGeneration(res *resources.Resource, obj, old runtime.Object) {
 	if res.Generation && !equalOutside(obj, old, "Status", "ObjectMeta", "TypeMeta") {
-		m.SetGeneration(o.GetGeneration() + 1)
+		m := mustAccessor(obj)
+		m.SetGeneration(mustAccessor(old).GetGeneration() + 1)
 	}
 }
 

@@ -74,12 +74,18 @@ func (rq *request) createObject(obj runtime.Object) (runtime.Object, error) {
 	if dry {
 		return obj, nil
 	}
+	took, err := rq.allocate(obj, nil)
+	if err != nil {
+		return nil, err
+	}
 	data, err := encodeStored(rq.res, obj)
 	if err != nil {
+		rq.api.release(rq.ctx, rq.cluster.ID, took)
 		return nil, internal(err)
 	}
 	so, err := rq.api.cfg.Storage.Create(rq.ctx, rq.key(rq.res, m.GetNamespace(), m.GetName()), data)
 	if err != nil {
+		rq.api.release(rq.ctx, rq.cluster.ID, took)
 		return nil, storeError(err, rq.gr(), m.GetName())
 	}
 	return rq.decodeResult(so)
@@ -187,6 +193,10 @@ func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Obj
 	if rq.res.Default != nil {
 		rq.res.Default(obj)
 	}
+	bumpGeneration(rq.res, obj, old)
+	if svc, ok := obj.(*corev1.Service); ok {
+		keepAddresses(svc, old.(*corev1.Service))
+	}
 	if err := validateUpdate(rq.res, obj, old, sub); err != nil {
 		return nil, err
 	}
@@ -201,7 +211,35 @@ func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Obj
 	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 {
 		return rq.finishDelete(obj, rev, dry)
 	}
-	return rq.storeUpdate(obj, old, rev, dry)
+	if dry {
+		return rq.storeUpdate(obj, old, rev, dry)
+	}
+	took, err := rq.allocate(obj, old)
+	if err != nil {
+		return nil, err
+	}
+	out, err := rq.storeUpdate(obj, old, rev, dry)
+	if err != nil {
+		rq.api.release(rq.ctx, rq.cluster.ID, took)
+		return nil, err
+	}
+	if svc, ok := obj.(*corev1.Service); ok {
+		rq.api.release(rq.ctx, rq.cluster.ID, droppedAllocations(svc, old.(*corev1.Service)))
+	}
+	return out, nil
+}
+
+// allocate reserves a Service's addresses (nothing for other kinds).
+func (rq *request) allocate(obj, old runtime.Object) ([]allocation, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return nil, nil
+	}
+	var oldSvc *corev1.Service
+	if old != nil {
+		oldSvc = old.(*corev1.Service)
+	}
+	return rq.api.allocateService(rq.ctx, rq.cluster, svc, oldSvc)
 }
 
 // storeUpdate writes obj over revision rev, unless nothing changed.
@@ -239,6 +277,9 @@ func (rq *request) finishDelete(obj runtime.Object, rev int64, dry bool) (runtim
 	}
 	if err != nil {
 		return nil, storeError(err, rq.gr(), m.GetName())
+	}
+	if svc, ok := obj.(*corev1.Service); ok {
+		rq.api.release(rq.ctx, rq.cluster.ID, serviceAllocations(svc))
 	}
 	return rq.decodeResult(so)
 }
