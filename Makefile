@@ -44,9 +44,9 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: ## Go benchmarks of the store (real PostgreSQL)
+bench: ## Go benchmarks of the store and the Kubernetes API (real PostgreSQL)
 	@scripts/ensure-postgres.sh
-	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/...
+	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/... ./server/kubeapi/
 
 perf: ## Side-by-side perf harness (store vs etcd vs kine); writes docs/perf.md
 	@scripts/ensure-postgres.sh

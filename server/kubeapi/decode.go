@@ -45,8 +45,10 @@ func (rq *request) decodeBody() (runtime.Object, error) {
 		if mode == metav1.FieldValidationStrict {
 			return nil, apierrors.NewBadRequest(strict.Error())
 		}
-		for _, e := range strict.Errors() {
-			rq.warn(e.Error())
+		if mode == metav1.FieldValidationWarn { // Ignore: the strict codecs report them too, but nothing is said
+			for _, e := range strict.Errors() {
+				rq.warn(e.Error())
+			}
 		}
 	}
 	if got != nil && (got.Group != gvk.Group || got.Version != gvk.Version || got.Kind != gvk.Kind) {

@@ -1,7 +1,11 @@
 package kubeapi
 
 import (
+	"strings"
+
 	"context"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -59,7 +63,10 @@ type testEnv struct {
 	url   string
 }
 
-func newTestEnv(t *testing.T, mutate ...func(*Config)) *testEnv {
+func newTestEnv(t *testing.T, mutate ...func(*Config)) *testEnv { return newTestEnvTB(t, mutate...) }
+
+// newTestEnvTB is newTestEnv for tests and benchmarks.
+func newTestEnvTB(t testing.TB, mutate ...func(*Config)) *testEnv {
 	t.Helper()
 	st, err := store.Open(t.Context(), store.Config{URL: pgtest.NewDatabase(t), PollInterval: 50 * time.Millisecond,
 		ProgressInterval: 100 * time.Millisecond})
@@ -94,6 +101,10 @@ func (env *testEnv) config(cluster, token string) *rest.Config {
 }
 
 func (env *testEnv) client(t *testing.T, cluster string) kubernetes.Interface {
+	return env.clientTB(t, cluster)
+}
+
+func (env *testEnv) clientTB(t testing.TB, cluster string) kubernetes.Interface {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.config(cluster, adminToken))
 	if err != nil {
@@ -104,4 +115,14 @@ func (env *testEnv) client(t *testing.T, cluster string) kubernetes.Interface {
 
 func kubernetesFor(cfg *rest.Config) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
+}
+
+// restConfigFor is a config for a raw REST client (JSON, no group version prefix).
+func restConfigFor(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Host = strings.TrimSuffix(c.Host, c.APIPath)
+	c.GroupVersion = &schema.GroupVersion{Version: "v1"}
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	c.Host = strings.Split(c.Host, "/clusters/")[0]
+	return c
 }

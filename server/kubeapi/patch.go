@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -87,8 +88,10 @@ func (rq *request) decodeBytes(data []byte) (runtime.Object, error) {
 		if mode == "Strict" {
 			return nil, apierrors.NewBadRequest(strict.Error())
 		}
-		for _, e := range strict.Errors() {
-			rq.warn(e.Error())
+		if mode == "Warn" { // Ignore: the strict codecs report them too, but nothing is said
+			for _, e := range strict.Errors() {
+				rq.warn(e.Error())
+			}
 		}
 	}
 	return obj, nil
@@ -140,7 +143,24 @@ func (rq *request) apply(body []byte) error {
 	return rq.writeObject(http.StatusOK, out)
 }
 
-func decodeJSONPatch(p []byte) (jsonpatch.Patch, error) { return jsonpatch.DecodePatch(p) }
+// maxJSONPatchOperations bounds the operations of one JSON patch, as upstream does.
+const maxJSONPatchOperations = 10000
+
+func init() {
+	// A "copy" may double the document; bound what one patch can add, as upstream does (same limit).
+	jsonpatch.AccumulatedCopySizeLimit = 3 * 1024 * 1024
+}
+
+func decodeJSONPatch(p []byte) (jsonpatch.Patch, error) {
+	patch, err := jsonpatch.DecodePatch(p)
+	if err != nil {
+		return nil, err
+	}
+	if len(patch) > maxJSONPatchOperations {
+		return nil, fmt.Errorf("the allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(patch))
+	}
+	return patch, nil
+}
 
 func mergePatch(doc, patch []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, patch) }
 

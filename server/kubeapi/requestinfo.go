@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,6 +49,9 @@ func parseRequestInfo(method, path string, watchParam bool) requestInfo {
 	if rest[0] == "namespaces" && len(rest) > 2 && !(len(rest) == 3 && (rest[2] == "status" || rest[2] == "finalize")) {
 		// /namespaces/<ns>/<resource>...; /namespaces/<ns> alone is the namespace object.
 		ri.namespace, rest = rest[1], rest[2:]
+	}
+	if slices.Contains(rest, "") { // an empty segment ("/api/v1//x", ".../pods//status") names no resource
+		return requestInfo{parts: parts}
 	}
 	ri.plural = rest[0]
 	if len(rest) > 1 {
