@@ -1,7 +1,10 @@
 package kubeapi
 
 import (
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"context"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,18 +61,27 @@ func (mastersAuthorizer) Authorize(_ context.Context, a Attributes) (bool, strin
 
 // testEnv is a real API on a real store behind a real HTTP server.
 type testEnv struct {
-	api   *API
-	store *store.Store
-	url   string
+	api      *API
+	store    *store.Store
+	url      string
+	srv      *httptest.Server
+	mu       sync.Mutex   // guards watchRVs
+	watchRVs []string     // resourceVersion of every watch request, in arrival order
+	reads    atomic.Int64 // full reads: gets, lists and WatchList watches (sendInitialEvents)
 }
 
 func newTestEnv(t *testing.T, mutate ...func(*Config)) *testEnv { return newTestEnvTB(t, mutate...) }
 
 // newTestEnvTB is newTestEnv for tests and benchmarks.
 func newTestEnvTB(t testing.TB, mutate ...func(*Config)) *testEnv {
+	return newTestEnvStore(t, store.Config{PollInterval: 50 * time.Millisecond, ProgressInterval: 100 * time.Millisecond}, mutate...)
+}
+
+// newTestEnvStore is newTestEnv with a chosen store configuration (its URL is filled in).
+func newTestEnvStore(t testing.TB, scfg store.Config, mutate ...func(*Config)) *testEnv {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.NewDatabase(t), PollInterval: 50 * time.Millisecond,
-		ProgressInterval: 100 * time.Millisecond})
+	scfg.URL = pgtest.NewDatabase(t)
+	st, err := store.Open(t.Context(), scfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +102,21 @@ func newTestEnvTB(t testing.TB, mutate ...func(*Config)) *testEnv {
 	}
 	e := echo.New()
 	api.Register(e)
-	srv := httptest.NewServer(e)
+	env := &testEnv{api: api, store: st}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); r.Method == http.MethodGet && (q.Get("watch") == "" || q.Get("sendInitialEvents") == "true") {
+			env.reads.Add(1)
+		}
+		if q := r.URL.Query(); q.Get("watch") != "" {
+			env.mu.Lock()
+			env.watchRVs = append(env.watchRVs, q.Get("resourceVersion"))
+			env.mu.Unlock()
+		}
+		e.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
-	return &testEnv{api: api, store: st, url: srv.URL}
+	env.url, env.srv = srv.URL, srv
+	return env
 }
 
 // config is a client-go config for cluster as the admin.
