@@ -36,12 +36,14 @@ type kubectl struct {
 	t          *testing.T
 	bin        string
 	kubeconfig string
+	env        []string // extra environment of the next commands
 }
 
 func (k *kubectl) run(stdin string, args ...string) (string, error) {
 	k.t.Helper()
 	cmd := exec.Command(k.bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), k.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -175,6 +177,35 @@ func TestKubectl(t *testing.T) {
 		k.must(changed, "apply", "-f", "-")
 		contains(t, k.must("", "get", "cm", "web-config", "-n", "shop", "-o", "jsonpath={.data.greeting}"), "bonjour")
 		contains(t, k.must(changed, "apply", "--server-side", "--force-conflicts", "-f", "-"), "serverside-applied")
+
+		// kubectl edit: the editor is a script that rewrites the object; kubectl sends the change as a patch.
+		editor := filepath.Join(t.TempDir(), "editor.sh")
+		if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/greeting: bonjour/greeting: hallo/' \"$1\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		k.env = []string{"KUBE_EDITOR=" + editor}
+		k.must("", "edit", "cm", "web-config", "-n", "shop")
+		k.env = nil
+		contains(t, k.must("", "get", "cm", "web-config", "-n", "shop", "-o", "jsonpath={.data.greeting}"), "hallo")
+	})
+	t.Run("describe with events", func(t *testing.T) {
+		k.t = t
+		uid := k.must("", "get", "deploy", "web", "-n", "shop", "-o", "jsonpath={.metadata.uid}")
+		k.must(`apiVersion: v1
+kind: Event
+metadata: {name: web.1, namespace: shop}
+involvedObject: {apiVersion: apps/v1, kind: Deployment, name: web, namespace: shop, uid: `+strings.TrimSpace(uid)+`}
+reason: ScalingReplicaSet
+message: Scaled up replica set web-1 to 3
+type: Normal
+source: {component: deployment-controller}
+firstTimestamp: "2026-01-01T00:00:00Z"
+lastTimestamp: "2026-01-01T00:00:00Z"
+count: 1
+`, "create", "-f", "-")
+		contains(t, k.must("", "describe", "deploy", "web", "-n", "shop"), "Name:", "web", "Replicas:", "Events:",
+			"ScalingReplicaSet", "Scaled up replica set web-1 to 3")
+		contains(t, k.must("", "get", "events", "-n", "shop", "--field-selector", "involvedObject.kind=Deployment"), "ScalingReplicaSet")
 	})
 	t.Run("watch", func(t *testing.T) {
 		k.t = t
