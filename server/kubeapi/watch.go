@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gorilla/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,7 +88,7 @@ func (rq *request) watch() error {
 	}
 	ctx, cancel := context.WithTimeout(rq.ctx, p.timeout)
 	defer cancel()
-	ws := &watchStream{rq: rq, p: p, in: map[string]bool{}}
+	ws := &watchStream{rq: rq, p: p, in: map[string]bool{}, cancel: cancel}
 	initial := !p.rvSet
 	if p.initialEvents != nil {
 		initial = *p.initialEvents
@@ -123,8 +124,13 @@ func (rq *request) watch() error {
 		return storeError(err, rq.gr(), "")
 	}
 	defer w.Stop()
-	if err := ws.start(); err != nil {
+	if err := ws.start(); errors.Is(err, errWebSocketHandled) {
+		return nil
+	} else if err != nil {
 		return err
+	}
+	if ws.closer != nil {
+		defer ws.closer()
 	}
 	for _, obj := range pending {
 		ws.send(watch.Added, obj)
@@ -145,7 +151,13 @@ type watchStream struct {
 	enc runtime.Encoder
 	out streaming.Encoder
 	fl  http.Flusher
+	// cancel ends the watch (a WebSocket client closed); closer closes a WebSocket at the end.
+	cancel func()
+	closer func() error
 }
+
+// errWebSocketHandled: a failed upgrade was already answered.
+var errWebSocketHandled = errors.New("kubeapi: websocket upgrade answered")
 
 // state lists the matching objects at rev (0: now) and records which keys match.
 func (ws *watchStream) state(rev int64) ([]runtime.Object, int64, error) {
@@ -163,6 +175,9 @@ func (ws *watchStream) state(rev int64) ([]runtime.Object, int64, error) {
 
 func (ws *watchStream) start() error {
 	rq := ws.rq
+	if websocket.IsWebSocketUpgrade(rq.r) {
+		return ws.startWebSocket()
+	}
 	info := rq.out.info
 	if info.StreamSerializer == nil {
 		return statusErr(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "watch is not supported in "+info.MediaType)
