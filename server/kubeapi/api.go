@@ -138,6 +138,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// sharedEventsSize bounds the object versions kept decoded for watchers (a few thousand recent writes).
+const sharedEventsSize = 8192
+
 // API serves the Kubernetes REST API of every cluster under /clusters/<id>/.
 type API struct {
 	cfg      Config
@@ -145,6 +148,7 @@ type API struct {
 	mutating chan struct{} // in-flight slots for writes
 	readOnly chan struct{} // in-flight slots for reads
 	managers *fieldManagers
+	shared   *sharedEvents // decoded and encoded watch objects, shared by watchers
 }
 
 // New builds the API.
@@ -157,6 +161,7 @@ func New(cfg Config) (*API, error) {
 		mutating: make(chan struct{}, cfg.MaxMutatingInFlight),
 		readOnly: make(chan struct{}, cfg.MaxReadOnlyInFlight),
 		managers: newFieldManagers(cfg.TypeConverter),
+		shared:   newSharedEvents(sharedEventsSize),
 	}, nil
 }
 

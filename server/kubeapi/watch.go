@@ -151,6 +151,8 @@ type watchStream struct {
 	enc runtime.Encoder
 	out streaming.Encoder
 	fl  http.Flusher
+	// encKey names enc's format in the shared encodings.
+	encKey string
 	// cancel ends the watch (a WebSocket client closed); closer closes a WebSocket at the end.
 	cancel func()
 	closer func() error
@@ -182,7 +184,7 @@ func (ws *watchStream) start() error {
 	if info.StreamSerializer == nil {
 		return statusErr(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "watch is not supported in "+info.MediaType)
 	}
-	ws.enc = info.Serializer
+	ws.enc, ws.encKey = info.Serializer, info.MediaType
 	ws.out = streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(rq.w), info.StreamSerializer.Serializer)
 	ws.fl, _ = rq.w.(http.Flusher)
 	ct := info.MediaType + ";stream=watch"
@@ -242,11 +244,12 @@ func (ws *watchStream) event(ev store.Event) {
 		}
 		return
 	}
-	obj, err := decodeStored(ws.rq.res, ev.Object)
+	shared, err := ws.rq.api.shared.object(ws.rq.res, ev.Object)
 	if err != nil {
 		ws.rq.api.log.Error("decoding a watched object failed", "err", err, "key", ev.Object.Key.String())
 		return
 	}
+	obj := shared.obj
 	k := ev.Object.Namespace + "/" + ev.Object.Name
 	matches := ev.Type != store.Deleted && ws.p.sel.matches(ws.rq.res, obj)
 	was := ws.in[k] || ws.p.sel.empty()
@@ -255,11 +258,11 @@ func (ws *watchStream) event(ev store.Event) {
 	}
 	switch {
 	case matches && (ev.Type == store.Added || !was):
-		ws.send(watch.Added, obj)
+		ws.sendShared(watch.Added, shared)
 	case matches:
-		ws.send(watch.Modified, obj)
+		ws.sendShared(watch.Modified, shared)
 	case was:
-		ws.send(watch.Deleted, obj)
+		ws.sendShared(watch.Deleted, shared)
 	}
 	if !ws.p.sel.empty() {
 		if matches {
@@ -280,6 +283,20 @@ func (ws *watchStream) bookmark(rev int64, initialEnd bool) {
 		m.SetAnnotations(map[string]string{initialEventsEnd: "true"})
 	}
 	ws.send(watch.Bookmark, obj)
+}
+
+// sendShared sends an event whose object other watchers may send too: its encoding is made once.
+func (ws *watchStream) sendShared(t watch.EventType, o *sharedObject) {
+	if ws.rq.out.as != "" {
+		ws.send(t, o.obj) // transformed per request (Table, metadata)
+		return
+	}
+	raw, err := o.encoded(ws.encKey, ws.enc)
+	if err != nil {
+		ws.rq.api.log.Error("encoding a watch event failed", "err", err)
+		return
+	}
+	_ = ws.out.Encode(&metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}})
 }
 
 func (ws *watchStream) send(t watch.EventType, obj runtime.Object) {

@@ -55,7 +55,7 @@ func (ws *watchStream) startWebSocket() error {
 	if err != nil {
 		return errWebSocketHandled // the upgrader has answered the client
 	}
-	ws.enc = info.Serializer
+	ws.enc, ws.encKey = info.Serializer, info.MediaType
 	ws.out = &wsEncoder{conn: conn, enc: info.Serializer}
 	ws.closer = conn.Close
 	go func() { // reads only to notice the client closing
