@@ -252,10 +252,12 @@ count: 1
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met within 20s")
 		}
-		time.Sleep(50 * time.Millisecond)
+		<-tick.C
 	}
 }

@@ -175,10 +175,12 @@ func TestManyWatchersSameOrder(t *testing.T) {
 func pollUntil(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met within 20s")
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-tick.C
 	}
 }

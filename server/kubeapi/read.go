@@ -139,7 +139,7 @@ func (rq *request) writeList(items []runtime.Object, rev int64, cont string) err
 		list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList",
 			APIVersion: "meta.k8s.io/v1"}, ListMeta: lm}
 		for _, obj := range items {
-			list.Items = append(list.Items, *partial(rq, obj))
+			list.Items = append(list.Items, *partial(obj))
 		}
 		rq.write(http.StatusOK, list)
 		return nil
@@ -167,18 +167,18 @@ func (rq *request) writeObject(code int, obj runtime.Object) error {
 		rq.write(code, rq.table([]runtime.Object{obj}, metav1.ListMeta{ResourceVersion: m.GetResourceVersion()}))
 		return nil
 	case "PartialObjectMetadata":
-		rq.write(code, partial(rq, obj))
+		rq.write(code, partial(obj))
 		return nil
 	}
 	rq.write(code, obj)
 	return nil
 }
 
-func partial(rq *request, obj runtime.Object) *metav1.PartialObjectMetadata {
+// partial is obj's metadata as a PartialObjectMetadata.
+func partial(obj runtime.Object) *metav1.PartialObjectMetadata {
 	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}}
 	if om, ok := reflect.ValueOf(obj).Elem().FieldByName("ObjectMeta").Interface().(metav1.ObjectMeta); ok {
 		p.ObjectMeta = *om.DeepCopy()
 	}
-	_ = rq
 	return p
 }

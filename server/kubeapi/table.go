@@ -1,8 +1,6 @@
 package kubeapi
 
 import (
-	"strings"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -42,12 +40,9 @@ func (rq *request) table(items []runtime.Object, lm metav1.ListMeta) *metav1.Tab
 		case metav1.IncludeObject:
 			row.Object = runtime.RawExtension{Object: obj}
 		default:
-			row.Object = runtime.RawExtension{Object: partial(rq, obj)}
+			row.Object = runtime.RawExtension{Object: partial(obj)}
 		}
 		out.Rows = append(out.Rows, row)
-	}
-	if strings.EqualFold(rq.r.URL.Query().Get("includeObject"), "None") {
-		return out
 	}
 	return out
 }

@@ -304,7 +304,7 @@ func (ws *watchStream) send(t watch.EventType, obj runtime.Object) {
 		m := mustAccessor(obj)
 		obj = ws.rq.table([]runtime.Object{obj}, metav1.ListMeta{ResourceVersion: m.GetResourceVersion()})
 	} else if ws.rq.out.as == "PartialObjectMetadata" && t != watch.Error {
-		obj = partial(ws.rq, obj)
+		obj = partial(obj)
 	}
 	var buf bytes.Buffer
 	if err := ws.enc.Encode(obj, &buf); err != nil {

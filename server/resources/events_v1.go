@@ -2,7 +2,6 @@ package resources
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +39,7 @@ func init() {
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			return validateEventsV1Update(eventV1ToCore(obj.(*eventsv1.Event)), eventV1ToCore(old.(*eventsv1.Event)))
 		},
-		Table:  &Table{Columns: eventsV1Columns, Cells: eventsV1Cells},
+		Table:  &Table{Columns: eventColumns, Cells: eventsV1Cells},
 		Fields: eventsV1Fields,
 	})
 }
@@ -231,59 +230,9 @@ func validateEventsV1Update(e, old *corev1.Event) field.ErrorList {
 	return errs
 }
 
-// eventsV1Columns are core events' columns: LAST SEEN TYPE REASON OBJECT MESSAGE, and with -o wide SUBOBJECT,
-// SOURCE, FIRST SEEN, COUNT and NAME.
-var eventsV1Columns = []metav1.TableColumnDefinition{
-	textColumn("Last Seen", corev1.Event{}.SwaggerDoc()["lastTimestamp"]),
-	textColumn("Type", corev1.Event{}.SwaggerDoc()["type"]),
-	textColumn("Reason", corev1.Event{}.SwaggerDoc()["reason"]),
-	textColumn("Object", corev1.Event{}.SwaggerDoc()["involvedObject"]),
-	{Name: "Subobject", Type: "string", Priority: 1, Description: corev1.ObjectReference{}.SwaggerDoc()["fieldPath"]},
-	{Name: "Source", Type: "string", Priority: 1, Description: corev1.Event{}.SwaggerDoc()["source"]},
-	textColumn("Message", corev1.Event{}.SwaggerDoc()["message"]),
-	{Name: "First Seen", Type: "string", Priority: 1, Description: corev1.Event{}.SwaggerDoc()["firstTimestamp"]},
-	{Name: "Count", Type: "string", Priority: 1, Description: corev1.Event{}.SwaggerDoc()["count"]},
-	{Name: "Name", Type: "string", Format: "name", Priority: 1, Description: nameColumn.Description},
-}
-
 // eventsV1Cells prints an event as kubectl prints a core event, from its core form.
 func eventsV1Cells(obj runtime.Object, now time.Time) []any {
-	e := eventV1ToCore(obj.(*eventsv1.Event))
-	first := age(e.FirstTimestamp, now)
-	if e.FirstTimestamp.IsZero() {
-		first = age(metav1.NewTime(e.EventTime.Time), now)
-	}
-	last := age(e.LastTimestamp, now)
-	if e.LastTimestamp.IsZero() {
-		last = first
-	}
-	count := e.Count
-	if e.Series != nil {
-		last, count = age(metav1.NewTime(e.Series.LastObservedTime.Time), now), e.Series.Count
-	} else if count == 0 {
-		count = 1 // events.k8s.io singletons carry no count
-	}
-	object := strings.ToLower(e.InvolvedObject.Kind)
-	if e.InvolvedObject.Name != "" {
-		object += "/" + e.InvolvedObject.Name
-	}
-	return []any{last, e.Type, e.Reason, object, e.InvolvedObject.FieldPath, eventsV1SourceCell(e),
-		strings.TrimSpace(e.Message), first, int64(count), e.Name}
-}
-
-// eventsV1SourceCell is "component, host", falling back to the reporting controller and instance.
-func eventsV1SourceCell(e *corev1.Event) string {
-	component, instance := e.Source.Component, e.Source.Host
-	if component == "" {
-		component = e.ReportingController
-	}
-	if instance == "" {
-		instance = e.ReportingInstance
-	}
-	if instance == "" {
-		return component
-	}
-	return component + ", " + instance
+	return eventCells(eventV1ToCore(obj.(*eventsv1.Event)), now)
 }
 
 // eventsV1Fields returns the field-selector attributes of an event, served or stored form: Kubernetes' core
