@@ -37,6 +37,7 @@ func (s *Store) compactStep(ctx context.Context, rev int64) (bool, error) {
 	if rev > current {
 		return false, fmt.Errorf("compact to %d (current %d): %w", rev, current, ErrFutureRevision)
 	}
+	s.hub.noteCompacted(from)
 	if rev <= from {
 		return true, nil
 	}
@@ -55,6 +56,7 @@ func (s *Store) compactStep(ctx context.Context, rev int64) (bool, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return false, translate("compact", nil, err)
 	}
+	s.hub.noteCompacted(to)
 	return to == rev, nil
 }
 

@@ -24,6 +24,12 @@ func encodeContinue(t continueToken) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// ContinueToken is the token that continues a list read at rev after the key (namespace, name): a cache that
+// served the first page of a list from memory hands it out, and the store serves the following pages.
+func ContinueToken(rev int64, namespace, name string) string {
+	return encodeContinue(continueToken{Revision: rev, Namespace: namespace, Name: name})
+}
+
 // decodeContinue parses a token; anything malformed is ErrBadContinue.
 func decodeContinue(s string) (continueToken, error) {
 	var t continueToken

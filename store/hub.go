@@ -13,15 +13,18 @@ type hub struct {
 	s    *Store
 	wake chan struct{}
 
-	mu       sync.Mutex // guards last and watchers; held while pushing to watchers (push never blocks)
-	last     int64      // every event at or below last has been handed to the watchers of that time
-	watchers map[*Watcher]struct{}
+	mu        sync.Mutex // guards last, compacted, watchers and progress; held while pushing (push never blocks)
+	last      int64      // every event at or below last has been handed to the watchers of that time
+	compacted int64      // the compaction revision last seen (by a poll or a local Compact)
+	watchers  map[*Watcher]struct{}
+	progress  map[*Watcher]struct{} // watchers that asked for a bookmark after the next poll
 }
 
 const hubPage = 1000
 
 func newHub(s *Store, start int64) *hub {
-	return &hub{s: s, wake: make(chan struct{}, 1), last: start, watchers: map[*Watcher]struct{}{}}
+	return &hub{s: s, wake: make(chan struct{}, 1), last: start, watchers: map[*Watcher]struct{}{},
+		progress: map[*Watcher]struct{}{}}
 }
 
 // add registers w and returns the position it joins at: it will be pushed every event after it.
@@ -35,7 +38,35 @@ func (h *hub) add(w *Watcher) int64 {
 func (h *hub) remove(w *Watcher) {
 	h.mu.Lock()
 	delete(h.watchers, w)
+	delete(h.progress, w)
 	h.mu.Unlock()
+}
+
+// requestProgress pushes w a bookmark at the hub's position now and another after the next poll, and asks for
+// that poll: a reader that needs w to reach a revision committed a moment ago gets there without waiting for
+// the periodic bookmark.
+func (h *hub) requestProgress(w *Watcher) {
+	h.mu.Lock()
+	if _, ok := h.watchers[w]; ok {
+		w.push(Event{Type: Bookmark, Object: Object{Revision: h.last}})
+		h.progress[w] = struct{}{}
+	}
+	h.mu.Unlock()
+	h.wakeUp()
+}
+
+// noteCompacted records a compaction revision seen by this process.
+func (h *hub) noteCompacted(rev int64) {
+	h.mu.Lock()
+	h.compacted = max(h.compacted, rev)
+	h.mu.Unlock()
+}
+
+// knownCompacted is the compaction revision last seen.
+func (h *hub) knownCompacted() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.compacted
 }
 
 // wakeUp asks the hub to poll soon; it never blocks and coalesces.
@@ -52,6 +83,7 @@ func (h *hub) closeAll(err error) {
 	for w := range h.watchers {
 		w.kill(err)
 		delete(h.watchers, w)
+		delete(h.progress, w)
 	}
 }
 
@@ -132,6 +164,7 @@ func (h *hub) dispatch(from int64, evs []Event, compacted, current int64) {
 	if h.last != from {
 		return // another poll got here first (cannot happen with one run loop, but stay safe)
 	}
+	h.compacted = max(h.compacted, compacted)
 	if from < compacted {
 		// We were cut off for longer than the retention and history we never read is gone: nobody here can
 		// be served exactly any more. Watchers resume from their last revision and get ErrCompacted (410).
@@ -139,6 +172,7 @@ func (h *hub) dispatch(from int64, evs []Event, compacted, current int64) {
 		for w := range h.watchers {
 			w.kill(ErrCompacted)
 			delete(h.watchers, w)
+			delete(h.progress, w)
 		}
 		h.last = current
 		return
@@ -151,12 +185,17 @@ func (h *hub) dispatch(from int64, evs []Event, compacted, current int64) {
 			if !w.push(ev) {
 				w.kill(ErrWatcherSlow)
 				delete(h.watchers, w)
+				delete(h.progress, w)
 			}
 		}
 		h.last = ev.Object.Revision
 	}
 	if len(evs) < hubPage {
 		h.last = max(h.last, current)
+	}
+	for w := range h.progress {
+		w.push(Event{Type: Bookmark, Object: Object{Revision: h.last}})
+		delete(h.progress, w)
 	}
 }
 

@@ -181,6 +181,10 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	return rev, translate("current revision", nil, err)
 }
 
+// KnownCompactRevision is the compaction revision this process has seen (through its watch hub's polls and its
+// own compactions), without a query. It may lag behind CompactRevision; it is never ahead of it.
+func (s *Store) KnownCompactRevision() int64 { return s.hub.knownCompacted() }
+
 // CompactRevision is the revision history has been compacted to (0 if never).
 func (s *Store) CompactRevision(ctx context.Context) (int64, error) {
 	var rev int64

@@ -1,0 +1,413 @@
+package watchcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"pgregory.net/rapid"
+
+	"github.com/wheelhouse-dev/wheelhouse/store"
+	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// decode turns stored JSON into a ConfigMap whose data["v"] is the stored value.
+func decode(so store.Object) (runtime.Object, error) {
+	var cm corev1.ConfigMap
+	if err := json.Unmarshal(so.Value, &cm); err != nil {
+		return nil, err
+	}
+	cm.ResourceVersion = fmt.Sprint(so.Revision)
+	return &cm, nil
+}
+
+func value(v string) []byte {
+	b, _ := json.Marshal(corev1.ConfigMap{Data: map[string]string{"v": v}})
+	return b
+}
+
+func valueOf(e *Entry) string { return e.Object.(*corev1.ConfigMap).Data["v"] }
+
+type env struct {
+	st    *store.Store
+	cache *Cache
+	kind  Kind
+}
+
+func newEnv(t testing.TB, cfg Config) *env {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{URL: pgtest.NewDatabase(t), Retention: -1,
+		PollInterval: 100 * time.Millisecond, ProgressInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	cfg.Source = st
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	c := New(cfg)
+	t.Cleanup(c.Close)
+	return &env{st: st, cache: c, kind: Kind{Cluster: "c1", Resource: "configmaps", Type: "v1/ConfigMap"}}
+}
+
+func (e *env) key(ns, name string) store.Key {
+	return store.Key{Cluster: e.kind.Cluster, Resource: e.kind.Resource, Namespace: ns, Name: name}
+}
+
+func (e *env) create(t testing.TB, ns, name, v string) store.Object {
+	t.Helper()
+	o, err := e.st.Create(t.Context(), e.key(ns, name), value(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func (e *env) collection(t testing.TB) *Collection {
+	t.Helper()
+	col, err := e.cache.Collection(t.Context(), e.kind, decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return col
+}
+
+// next waits for at least one event (bookmarks skipped) and returns the changes.
+func next(t testing.TB, w *Watch, want int) []Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var out []Event
+	for len(out) < want {
+		evs, err := w.Next(ctx, nil)
+		if err != nil {
+			t.Fatalf("after %d events: %v", len(out), err)
+		}
+		for _, ev := range evs {
+			if ev.Type != store.Bookmark {
+				out = append(out, ev)
+			}
+		}
+	}
+	return out
+}
+
+func names(es []*Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Namespace+"/"+e.Name)
+	}
+	return out
+}
+
+func TestLoadListsInKeyOrderAndFollowsWrites(t *testing.T) {
+	e := newEnv(t, Config{})
+	// Byte order, not a locale's: "a-b" < "a.b" < "a/…" ordering by namespace first.
+	for _, k := range [][2]string{{"b", "x"}, {"a-b", "z"}, {"a", "y"}, {"a", "x"}, {"a", "x-1"}, {"a", "x.1"}} {
+		e.create(t, k[0], k[1], "1")
+	}
+	col := e.collection(t)
+	items, rev := col.List("")
+	if want := []string{"a/x", "a/x-1", "a/x.1", "a/y", "a-b/z", "b/x"}; !slices.Equal(names(items), want) {
+		t.Fatalf("List = %v, want %v", names(items), want)
+	}
+	// The store pages the same keys in the same order.
+	page, err := e.st.List(t.Context(), store.ListOptions{Cluster: "c1", Resource: "configmaps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var storeNames []string
+	for _, o := range page.Items {
+		storeNames = append(storeNames, o.Namespace+"/"+o.Name)
+	}
+	if !slices.Equal(names(items), storeNames) || rev != page.Revision {
+		t.Fatalf("cache %v at %d, store %v at %d", names(items), rev, storeNames, page.Revision)
+	}
+	if items, _ := col.List("a"); !slices.Equal(names(items), []string{"a/x", "a/x-1", "a/x.1", "a/y"}) {
+		t.Fatalf("List(a) = %v", names(items))
+	}
+	o := e.create(t, "a", "new", "2")
+	if err := col.Fresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, rev := col.Get("a", "new")
+	if !ok || got.Revision != o.Revision || valueOf(got) != "2" || rev < o.Revision {
+		t.Fatalf("Get after Fresh = %+v %v at %d, want revision %d", got, ok, rev, o.Revision)
+	}
+	if _, err := e.st.Delete(t.Context(), e.key("a", "new"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := col.Fresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := col.Get("a", "new"); ok {
+		t.Fatal("deleted object still cached after Fresh")
+	}
+}
+
+func TestWatchEventsCarryPreviousState(t *testing.T) {
+	e := newEnv(t, Config{})
+	col := e.collection(t)
+	w, err := col.Watch(t.Context(), WatchOptions{Namespace: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	e.create(t, "b", "other", "x") // another namespace: not delivered
+	c := e.create(t, "a", "x", "1")
+	u, err := e.st.Update(t.Context(), e.key("a", "x"), value("2"), c.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.st.Delete(t.Context(), e.key("a", "x"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := next(t, w, 3)
+	type seen struct {
+		typ        store.EventType
+		rev        int64
+		val, prevV string
+	}
+	var got []seen
+	for _, ev := range evs {
+		s := seen{typ: ev.Type, rev: ev.Revision, val: valueOf(ev.Object)}
+		if ev.Prev != nil {
+			s.prevV = valueOf(ev.Prev)
+		}
+		got = append(got, s)
+	}
+	want := []seen{{store.Added, c.Revision, "1", ""}, {store.Modified, u.Revision, "2", "1"}, {store.Deleted, d.Revision, "2", "2"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events %+v, want %+v", got, want)
+	}
+}
+
+func TestWatchFromThePast(t *testing.T) {
+	e := newEnv(t, Config{Window: 4})
+	e.create(t, "a", "first", "v") // revision 0 would mean "now"
+	col := e.collection(t)
+	start := col.Revision()
+	var revs []int64
+	for i := range 6 {
+		revs = append(revs, e.create(t, "a", fmt.Sprint("n", i), "v").Revision)
+	}
+	if err := col.WaitFor(t.Context(), revs[5]); err != nil {
+		t.Fatal(err)
+	}
+	// The window holds the last 4 events: a watch from revs[1] replays revs[2..5].
+	w, err := col.Watch(t.Context(), WatchOptions{Revision: revs[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, ev := range next(t, w, 4) {
+		got = append(got, ev.Revision)
+	}
+	w.Stop()
+	if !slices.Equal(got, revs[2:]) {
+		t.Fatalf("replayed %v, want %v", got, revs[2:])
+	}
+	if _, err := col.Watch(t.Context(), WatchOptions{Revision: start}); !errors.Is(err, ErrTooOld) {
+		t.Fatalf("watch from before the window: %v, want ErrTooOld", err)
+	}
+	// Compaction inside the window also sends the watch to the store (which answers 410).
+	if err := e.st.Compact(t.Context(), revs[3]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := col.Watch(t.Context(), WatchOptions{Revision: revs[2]}); !errors.Is(err, ErrTooOld) {
+		t.Fatalf("watch from a compacted revision: %v, want ErrTooOld", err)
+	}
+	if _, err := col.Watch(t.Context(), WatchOptions{Revision: revs[3]}); err != nil {
+		t.Fatalf("watch from the compaction revision: %v", err)
+	}
+}
+
+func TestWatchInitialStateThenChanges(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.create(t, "a", "x", "1")
+	e.create(t, "a", "y", "1")
+	e.create(t, "b", "z", "1")
+	col := e.collection(t)
+	if err := col.Fresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w, err := col.Watch(t.Context(), WatchOptions{Namespace: "a", Initial: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if !slices.Equal(names(w.Initial), []string{"a/x", "a/y"}) || w.Start != col.Revision() {
+		t.Fatalf("initial %v at %d", names(w.Initial), w.Start)
+	}
+	o := e.create(t, "a", "w", "1")
+	if evs := next(t, w, 1); evs[0].Revision != o.Revision || evs[0].Type != store.Added {
+		t.Fatalf("event after initial state: %+v", evs[0])
+	}
+}
+
+func TestSlowWatchEnds(t *testing.T) {
+	e := newEnv(t, Config{WatchBuffer: 2})
+	col := e.collection(t)
+	w, err := col.Watch(t.Context(), WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last store.Object
+	for i := range 3 {
+		last = e.create(t, "a", fmt.Sprint("n", i), "v")
+	}
+	if err := col.WaitFor(t.Context(), last.Revision); err != nil { // all three pushed before anyone reads
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var n int
+	for {
+		evs, err := w.Next(ctx, nil)
+		if errors.Is(err, ErrSlow) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(evs)
+	}
+	if n > 2 {
+		t.Fatalf("a watch with a 2-event buffer received %d events before ending", n)
+	}
+	// The collection itself carries on.
+	if err := col.Fresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := col.List(""); len(items) != 3 {
+		t.Fatalf("collection holds %d objects, want 3", len(items))
+	}
+}
+
+func TestIdleCollectionsAreDroppedWatchedOnesKept(t *testing.T) {
+	e := newEnv(t, Config{Idle: time.Minute})
+	col := e.collection(t)
+	other := e.kind
+	other.Resource = "secrets"
+	watched, err := e.cache.Collection(t.Context(), other, decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watched.Watch(t.Context(), WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cache.dropIdle(time.Now().Add(2 * time.Minute))
+	if e.cache.Len() != 1 {
+		t.Fatalf("%d collections after dropping idle ones, want 1 (the watched one)", e.cache.Len())
+	}
+	if col.failed() == nil || watched.failed() != nil {
+		t.Fatalf("idle collection err %v, watched collection err %v", col.failed(), watched.failed())
+	}
+	w.Stop()
+	// A new read starts a new collection with the current state.
+	e.create(t, "a", "x", "1")
+	col2 := e.collection(t)
+	if col2 == col {
+		t.Fatal("dropped collection handed out again")
+	}
+	if err := col2.Fresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := col2.List(""); len(items) != 1 {
+		t.Fatalf("new collection holds %d objects, want 1", len(items))
+	}
+}
+
+func TestCloseEndsWatches(t *testing.T) {
+	e := newEnv(t, Config{})
+	col := e.collection(t)
+	w, err := col.Watch(t.Context(), WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cache.Close()
+	if _, err := w.Next(t.Context(), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after Close: %v, want ErrClosed", err)
+	}
+	if _, err := e.cache.Collection(t.Context(), e.kind, decode); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Collection after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestCacheMatchesStore: after any sequence of writes, a fresh collection equals a consistent store list, and
+// every watch, whenever it started, sees the same events in the same order.
+func TestCacheMatchesStore(t *testing.T) {
+	e := newEnv(t, Config{Window: 64})
+	col := e.collection(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		w1, err := col.Watch(t.Context(), WatchOptions{})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer w1.Stop()
+		from := w1.Start
+		nOps := rapid.IntRange(1, 20).Draw(rt, "ops")
+		var changes int
+		var w2 *Watch
+		for i := range nOps {
+			if i == nOps/2 {
+				if w2, err = col.Watch(t.Context(), WatchOptions{Revision: from}); err != nil {
+					rt.Fatal(err)
+				}
+				defer w2.Stop()
+			}
+			k := e.key(rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "ns"), rapid.SampledFrom([]string{"x", "y", "z"}).Draw(rt, "name"))
+			var err error
+			switch rapid.IntRange(0, 2).Draw(rt, "op") {
+			case 0:
+				_, err = e.st.Create(t.Context(), k, value(fmt.Sprint(i)))
+			case 1:
+				_, err = e.st.Update(t.Context(), k, value(fmt.Sprint(i)), 0)
+			case 2:
+				_, err = e.st.Delete(t.Context(), k, 0)
+			}
+			if err == nil {
+				changes++
+			} else if !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) {
+				rt.Fatal(err)
+			}
+		}
+		if err := col.Fresh(t.Context()); err != nil {
+			rt.Fatal(err)
+		}
+		items, rev := col.List("")
+		page, err := e.st.List(t.Context(), store.ListOptions{Cluster: "c1", Resource: "configmaps", Revision: rev})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if len(items) != len(page.Items) {
+			rt.Fatalf("cache has %d objects, store %d", len(items), len(page.Items))
+		}
+		for i, o := range page.Items {
+			if items[i].Namespace != o.Namespace || items[i].Name != o.Name || items[i].Revision != o.Revision {
+				rt.Fatalf("item %d: cache %s/%s@%d, store %s/%s@%d", i, items[i].Namespace, items[i].Name,
+					items[i].Revision, o.Namespace, o.Name, o.Revision)
+			}
+		}
+		if changes == 0 {
+			return
+		}
+		a, b := next(t, w1, changes), next(t, w2, changes)
+		for i := range a {
+			if a[i].Revision != b[i].Revision || a[i].Type != b[i].Type {
+				rt.Fatalf("event %d: watch 1 %v@%d, watch 2 %v@%d", i, a[i].Type, a[i].Revision, b[i].Type, b[i].Revision)
+			}
+		}
+	})
+}

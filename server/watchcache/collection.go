@@ -1,0 +1,321 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/wheelhouse-dev/wheelhouse/store"
+)
+
+// Collection is the cached state of one (cluster, resource): its objects at Revision, and its recent events.
+type Collection struct {
+	cache *Cache
+	kind  Kind
+	dec   Decoder
+
+	synced   chan struct{} // closed once the initial list is in (or failed)
+	lastUsed atomic.Int64  // unix nanoseconds of the last read or watch
+	stop     context.CancelFunc
+
+	mu       sync.RWMutex // guards everything below
+	err      error        // set once the collection is dead
+	rev      int64        // every event of the resource up to rev is applied
+	items    *btree.BTreeG[*Entry]
+	window   ring
+	watches  map[*Watch]struct{}
+	advanced chan struct{} // closed and replaced whenever rev moves
+	sw       *store.Watcher
+}
+
+func entryLess(a, b *Entry) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
+
+func newCollection(c *Cache, k Kind, dec Decoder) *Collection {
+	col := &Collection{cache: c, kind: k, dec: dec, synced: make(chan struct{}),
+		items: btree.NewG(32, entryLess), watches: map[*Watch]struct{}{}, advanced: make(chan struct{}),
+		window: newRing(c.cfg.Window)}
+	col.touch()
+	return col
+}
+
+func (col *Collection) touch() { col.lastUsed.Store(time.Now().UnixNano()) }
+
+// idleSince is how long nobody has used col; a collection with watches is never idle.
+func (col *Collection) idleSince(now time.Time) time.Duration {
+	col.mu.RLock()
+	n := len(col.watches)
+	col.mu.RUnlock()
+	if n > 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, col.lastUsed.Load()))
+}
+
+func (col *Collection) failed() error {
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	return col.err
+}
+
+// run lists the resource, then follows the store's events until the collection fails or the cache closes.
+func (col *Collection) run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	col.mu.Lock()
+	col.stop = cancel
+	col.mu.Unlock()
+	defer cancel()
+	log := col.cache.cfg.Logger.With("cluster", col.kind.Cluster, "resource", col.kind.Resource)
+	w, err := col.load(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("watch cache cannot load a collection", "err", err)
+		}
+		col.cache.drop(col)
+		col.fail(fmt.Errorf("%w: %w", ErrReset, err))
+		close(col.synced)
+		return
+	}
+	close(col.synced)
+	defer w.Stop()
+	for ev := range w.Events() {
+		if err := col.apply(ev); err != nil {
+			log.Error("watch cache cannot decode an object; resetting the collection", "err", err)
+			break
+		}
+	}
+	col.cache.drop(col)
+	if ctx.Err() != nil {
+		col.fail(ErrClosed) // the cache closed (a dropped collection already failed with ErrReset)
+		return
+	}
+	if err := w.Err(); err != nil && !errors.Is(err, store.ErrClosed) {
+		log.Info("watch cache collection reset; its watchers resume", "err", err)
+	}
+	col.fail(ErrReset)
+}
+
+// load reads the resource at one revision and starts the store watch from it.
+func (col *Collection) load(ctx context.Context) (*store.Watcher, error) {
+	src := col.cache.cfg.Source
+	opts := store.ListOptions{Cluster: col.kind.Cluster, Resource: col.kind.Resource, Limit: 1000}
+	var rev int64
+	for {
+		page, err := src.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		rev = page.Revision
+		for _, so := range page.Items {
+			obj, err := col.dec(so)
+			if err != nil {
+				return nil, err
+			}
+			col.items.ReplaceOrInsert(newEntry(so, obj))
+		}
+		if page.Continue == "" {
+			break
+		}
+		opts.Continue = page.Continue
+	}
+	w, err := src.Watch(ctx, store.WatchOptions{Cluster: col.kind.Cluster, Resource: col.kind.Resource,
+		Revision: rev, Progress: true})
+	if err != nil {
+		return nil, err
+	}
+	col.mu.Lock()
+	col.rev, col.sw = rev, w
+	col.window.from = rev
+	col.mu.Unlock()
+	return w, nil
+}
+
+// apply folds one store event into the state and hands it to the watches.
+func (col *Collection) apply(ev store.Event) error {
+	if ev.Type == store.Bookmark {
+		col.mu.Lock()
+		defer col.mu.Unlock()
+		if ev.Revision() > col.rev {
+			col.advance(ev.Revision())
+		}
+		bm := Event{Type: store.Bookmark, Revision: col.rev}
+		for w := range col.watches {
+			w.bookmark(bm)
+		}
+		return nil
+	}
+	obj, err := col.dec(ev.Object)
+	if err != nil {
+		return err
+	}
+	e := newEntry(ev.Object, obj)
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	out := Event{Type: ev.Type, Revision: ev.Revision(), Object: e}
+	if ev.Type == store.Deleted {
+		out.Prev, _ = col.items.Delete(e)
+	} else {
+		out.Prev, _ = col.items.ReplaceOrInsert(e)
+	}
+	col.window.push(out)
+	for w := range col.watches {
+		if w.wants(e) && !w.push(out) {
+			delete(col.watches, w)
+			w.end(ErrSlow)
+		}
+	}
+	col.advance(ev.Revision())
+	return nil
+}
+
+// advance moves rev and wakes whoever waits for it; mu must be held.
+func (col *Collection) advance(rev int64) {
+	col.rev = rev
+	close(col.advanced)
+	col.advanced = make(chan struct{})
+}
+
+// fail ends the collection and its watches with err.
+func (col *Collection) fail(err error) {
+	col.mu.Lock()
+	if col.err == nil {
+		col.err = err
+	}
+	watches := col.watches
+	col.watches = map[*Watch]struct{}{}
+	stop := col.stop
+	col.mu.Unlock()
+	for w := range watches {
+		w.end(err)
+	}
+	if stop != nil {
+		stop()
+	}
+}
+
+// Revision is the revision the collection has reached.
+func (col *Collection) Revision() int64 {
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	return col.rev
+}
+
+// WaitFor returns once the collection has reached rev: ErrNotFresh after Config.FreshTimeout.
+func (col *Collection) WaitFor(ctx context.Context, rev int64) error {
+	col.touch()
+	var timeout <-chan time.Time
+	for {
+		col.mu.RLock()
+		cur, ch, err, sw := col.rev, col.advanced, col.err, col.sw
+		col.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		if cur >= rev {
+			return nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(col.cache.cfg.FreshTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		sw.RequestProgress()
+		select {
+		case <-ch:
+		case <-timeout:
+			return fmt.Errorf("at revision %d, waiting for %d: %w", cur, rev, ErrNotFresh)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Fresh waits until the collection holds every write committed before the call (a consistent read, as
+// upstream's consistent list from cache): it asks the store for its current revision and waits for it.
+func (col *Collection) Fresh(ctx context.Context) error {
+	rev, err := col.cache.cfg.Source.CurrentRevision(ctx)
+	if err != nil {
+		return err
+	}
+	return col.WaitFor(ctx, rev)
+}
+
+// List returns the objects of namespace ("" for every namespace) in (namespace, name) order, and the
+// revision they are the state at. The entries are shared: never modify them.
+func (col *Collection) List(namespace string) ([]*Entry, int64) {
+	col.touch()
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	return col.listLocked(namespace), col.rev
+}
+
+// listLocked is List's work; mu must be held.
+func (col *Collection) listLocked(namespace string) []*Entry {
+	var out []*Entry
+	if namespace == "" {
+		out = make([]*Entry, 0, col.items.Len())
+		col.items.Ascend(func(e *Entry) bool {
+			out = append(out, e)
+			return true
+		})
+		return out
+	}
+	col.items.AscendGreaterOrEqual(&Entry{Namespace: namespace}, func(e *Entry) bool {
+		if e.Namespace != namespace {
+			return false
+		}
+		out = append(out, e)
+		return true
+	})
+	return out
+}
+
+// Get returns one object and the collection's revision.
+func (col *Collection) Get(namespace, name string) (*Entry, bool, int64) {
+	col.touch()
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	e, ok := col.items.Get(&Entry{Namespace: namespace, Name: name})
+	return e, ok, col.rev
+}
+
+// ring is the window of recent events.
+type ring struct {
+	buf   []Event
+	start int // index of the oldest event
+	n     int
+	// from: every event with a revision above it is in the window.
+	from int64
+}
+
+func newRing(size int) ring { return ring{buf: make([]Event, size)} }
+
+func (r *ring) push(ev Event) {
+	if r.n == len(r.buf) {
+		r.from = r.buf[r.start].Revision
+		r.buf[r.start] = ev
+		r.start = (r.start + 1) % len(r.buf)
+		return
+	}
+	r.buf[(r.start+r.n)%len(r.buf)] = ev
+	r.n++
+}
+
+// after calls f for each event with a revision above rev, oldest first.
+func (r *ring) after(rev int64, f func(Event)) {
+	for i := range r.n {
+		ev := r.buf[(r.start+i)%len(r.buf)]
+		if ev.Revision > rev {
+			f(ev)
+		}
+	}
+}
