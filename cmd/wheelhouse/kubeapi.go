@@ -56,18 +56,22 @@ func kubernetesAPI(ctx context.Context, cfg serverConfig, url string, st *store.
 		ten.Close()
 		return nil, nil, err
 	}
+	closeAll := func() {
+		api.Close()
+		ten.Close()
+	}
 	clusters, err := ten.Clusters(ctx)
 	if err != nil {
-		ten.Close()
+		closeAll()
 		return nil, nil, fmt.Errorf("list clusters: %w", err)
 	}
 	for _, c := range clusters {
 		if err := api.EnsureCluster(ctx, c.ID); err != nil {
-			ten.Close()
+			closeAll()
 			return nil, nil, fmt.Errorf("cluster %s: %w", c.ID, err)
 		}
 	}
-	return []func(*echo.Echo){api.Register}, ten.Close, nil
+	return []func(*echo.Echo){api.Register}, closeAll, nil
 }
 
 // printSecrets shows generated bootstrap secrets once, on stderr, outside the structured log.

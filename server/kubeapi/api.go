@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/version"
 )
@@ -107,6 +108,11 @@ type Config struct {
 	MaxMutatingInFlight, MaxReadOnlyInFlight int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// WatchCache serves watches and lists from memory (server/watchcache). Nil: New makes one on Storage when
+	// Storage can feed it (a watchcache.Source, as *store.Store is) and Close closes it. DisableWatchCache
+	// sends every read to Storage (the perf harness compares both).
+	WatchCache        *watchcache.Cache
+	DisableWatchCache bool
 }
 
 func (c *Config) setDefaults() {
@@ -148,7 +154,11 @@ type API struct {
 	mutating chan struct{} // in-flight slots for writes
 	readOnly chan struct{} // in-flight slots for reads
 	managers *fieldManagers
-	shared   *sharedEvents // decoded and encoded watch objects, shared by watchers
+	shared   *sharedEvents     // decoded and encoded watch objects of store-fed watches, shared by watchers
+	cache    *watchcache.Cache // nil when disabled
+	// liveNamespaces are namespaces this process deleted lately: creates in them check the store, not the cache.
+	liveNamespaces liveLookups
+	ownCache       bool // cache was made by New: Close closes it
 }
 
 // New builds the API.
@@ -157,12 +167,29 @@ func New(cfg Config) (*API, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &API{cfg: cfg, log: cfg.Logger,
-		mutating: make(chan struct{}, cfg.MaxMutatingInFlight),
-		readOnly: make(chan struct{}, cfg.MaxReadOnlyInFlight),
-		managers: newFieldManagers(cfg.TypeConverter),
-		shared:   newSharedEvents(sharedEventsSize),
-	}, nil
+	a := &API{cfg: cfg, log: cfg.Logger,
+		mutating:       make(chan struct{}, cfg.MaxMutatingInFlight),
+		readOnly:       make(chan struct{}, cfg.MaxReadOnlyInFlight),
+		managers:       newFieldManagers(cfg.TypeConverter),
+		shared:         newSharedEvents(sharedEventsSize),
+		cache:          cfg.WatchCache,
+		liveNamespaces: liveLookups{until: map[string]time.Time{}},
+	}
+	if src, ok := cfg.Storage.(watchcache.Source); ok && a.cache == nil && !cfg.DisableWatchCache {
+		a.cache = watchcache.New(watchcache.Config{Source: src, Logger: cfg.Logger.With("component", "watchcache")})
+		a.ownCache = true
+	}
+	if cfg.DisableWatchCache {
+		a.cache = nil
+	}
+	return a, nil
+}
+
+// Close stops the watch cache New made; watches it serves end (clients resume elsewhere).
+func (a *API) Close() {
+	if a.ownCache {
+		a.cache.Close()
+	}
 }
 
 // Register mounts the API on e.

@@ -91,6 +91,9 @@ func (rq *request) deleteOne(namespace, name string, opts metav1.DeleteOptions) 
 	if err != nil {
 		return nil, err
 	}
+	if rq.res.Storage == "namespaces" && !dry {
+		rq.api.liveNamespaces.add(rq.cluster.ID+"/"+name, rq.api.cfg.Now())
+	}
 	for attempt := 0; ; attempt++ {
 		old, so, err := rq.load(namespace, name)
 		if err != nil {
@@ -120,6 +123,20 @@ func (rq *request) deleteStored(old runtime.Object, so store.Object, opts metav1
 		deadline := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
 		om.SetDeletionTimestamp(&deadline)
 		om.SetDeletionGracePeriodSeconds(&grace)
+		addPropagationFinalizer(om, opts)
+		return rq.storeUpdate(obj, old, so.Revision, dry)
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		// A namespace with spec.finalizers turns Terminating; the namespace controller empties it, calls
+		// /finalize and deletes it again.
+		if ns.DeletionTimestamp != nil {
+			//lint:ignore ST1005 upstream's message, which tools match
+			return nil, apierrors.NewConflict(rq.gr(), ns.Name, errors.New("The system is ensuring all content is "+
+				"removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."))
+		}
+		zero := int64(0)
+		ns.DeletionTimestamp, ns.DeletionGracePeriodSeconds = &now, &zero
+		ns.Status.Phase = corev1.NamespaceTerminating
 		addPropagationFinalizer(om, opts)
 		return rq.storeUpdate(obj, old, so.Revision, dry)
 	}

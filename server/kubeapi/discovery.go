@@ -133,6 +133,9 @@ func subresources(r *resources.Resource) []subresource {
 		out = append(out, subresource{"scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
 			[]string{"get", "patch", "update"}})
 	}
+	if r.Storage == "namespaces" {
+		out = append(out, subresource{"finalize", r.GVK, []string{"update"}})
+	}
 	if r.Storage == "pods" {
 		out = append(out, subresource{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
 	}

@@ -1,23 +1,23 @@
 package kubeapi
 
 import (
-	"bytes"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
-// sharedEvents decodes, and encodes per media type, each watched object version once for every watcher in this
-// process: watchers of one resource receive the same store events, so the first watcher that needs an object
-// (or its encoding) does the work and the others reuse it. Shared objects are never modified after they are
-// stored. The set is bounded (a ring of the most recent versions); a version that fell out is decoded again.
+// sharedEvents decodes, and encodes per media type, each object version once for every watcher the store feeds
+// directly (watches the watch cache cannot serve: from before its window, or with the cache disabled): such
+// watchers of one resource receive the same store events, so the first watcher that needs an object (or its
+// encoding) does the work and the others reuse it. Shared entries are never modified after they are stored.
+// The set is bounded (a ring of the most recent versions); a version that fell out is decoded again.
 type sharedEvents struct {
 	mu    sync.Mutex // guards items, ring and next
-	items map[shareKey]*sharedObject
+	items map[shareKey]*watchcache.Entry
 	ring  []shareKey
 	next  int
 }
@@ -29,19 +29,12 @@ type shareKey struct {
 	rev int64
 }
 
-// sharedObject is a decoded object version and its encodings.
-type sharedObject struct {
-	obj runtime.Object // read-only
-	mu  sync.Mutex     // guards enc
-	enc map[string][]byte
-}
-
 func newSharedEvents(size int) *sharedEvents {
-	return &sharedEvents{items: make(map[shareKey]*sharedObject, size), ring: make([]shareKey, size)}
+	return &sharedEvents{items: make(map[shareKey]*watchcache.Entry, size), ring: make([]shareKey, size)}
 }
 
 // object returns the decoded version so of res, decoding it if no watcher has yet.
-func (s *sharedEvents) object(res *resources.Resource, so store.Object) (*sharedObject, error) {
+func (s *sharedEvents) object(res *resources.Resource, so store.Object) (*watchcache.Entry, error) {
 	k := shareKey{gvk: res.GVK, key: so.Key, rev: so.Revision}
 	s.mu.Lock()
 	o, ok := s.items[k]
@@ -53,7 +46,7 @@ func (s *sharedEvents) object(res *resources.Resource, so store.Object) (*shared
 	if err != nil {
 		return nil, err
 	}
-	o = &sharedObject{obj: obj, enc: map[string][]byte{}}
+	o = watchcache.NewEntry(so, obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prev, ok := s.items[k]; ok {
@@ -66,19 +59,4 @@ func (s *sharedEvents) object(res *resources.Resource, so store.Object) (*shared
 	s.next = (s.next + 1) % len(s.ring)
 	s.items[k] = o
 	return o, nil
-}
-
-// encoded returns the object encoded by enc, which mediaType names; the bytes are shared and must not be changed.
-func (o *sharedObject) encoded(mediaType string, enc runtime.Encoder) ([]byte, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if b, ok := o.enc[mediaType]; ok {
-		return b, nil
-	}
-	var buf bytes.Buffer
-	if err := enc.Encode(o.obj, &buf); err != nil {
-		return nil, err
-	}
-	o.enc[mediaType] = buf.Bytes()
-	return buf.Bytes(), nil
 }

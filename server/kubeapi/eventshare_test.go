@@ -32,12 +32,12 @@ func TestSharedEventsDecodeOnceAndStayBounded(t *testing.T) {
 	if first != again {
 		t.Error("the same version was decoded twice")
 	}
-	if got := mustAccessor(first.obj).GetResourceVersion(); got != "5" {
+	if got := mustAccessor(first.Object).GetResourceVersion(); got != "5" {
 		t.Errorf("resourceVersion = %q, want 5", got)
 	}
 	info, _ := serializerFor("application/json")
-	b1, _ := first.encoded("application/json", info.Serializer)
-	b2, _ := first.encoded("application/json", info.Serializer)
+	b1, _ := first.Encoded("application/json", info.Serializer)
+	b2, _ := first.Encoded("application/json", info.Serializer)
 	if &b1[0] != &b2[0] {
 		t.Error("the same encoding was made twice")
 	}

@@ -1,21 +1,20 @@
 package kubeapi
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"context"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
-	"net/http/httptest"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
@@ -95,6 +94,7 @@ func newTestEnvStore(t testing.TB, scfg store.Config, mutate ...func(*Config)) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(api.Close)
 	for _, c := range []string{"c1", "c2"} {
 		if err := api.EnsureCluster(t.Context(), c); err != nil {
 			t.Fatal(err)
@@ -149,4 +149,11 @@ func restConfigFor(cfg *rest.Config) *rest.Config {
 	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	c.Host = strings.Split(c.Host, "/clusters/")[0]
 	return c
+}
+
+// readPaths runs f twice: with the watch cache (the default) and with every read sent to the store, so both
+// paths keep the same behaviour.
+func readPaths(t *testing.T, f func(t *testing.T, path func(*Config))) {
+	t.Run("cache", func(t *testing.T) { f(t, func(*Config) {}) })
+	t.Run("store", func(t *testing.T) { f(t, func(c *Config) { c.DisableWatchCache = true }) })
 }

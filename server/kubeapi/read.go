@@ -50,6 +50,12 @@ func (rq *request) list() error {
 		return err
 	}
 	opts.Cluster, opts.Resource, opts.Namespace = rq.cluster.ID, rq.res.Storage, rq.info.namespace
+	if items, rev, cont, served, err := rq.listFromCache(q, opts, sel); served {
+		if err != nil {
+			return err
+		}
+		return rq.writeList(items, rev, cont)
+	}
 	items, rev, cont, err := rq.listFiltered(opts, sel)
 	if err != nil {
 		return err
@@ -113,6 +119,9 @@ func listOptions(q map[string][]string) (store.ListOptions, error) {
 	}
 	switch metav1.ResourceVersionMatch(match) {
 	case "":
+		if rv > 0 && opts.Limit > 0 {
+			opts.Revision = rv // a paged list at a given version reads exactly that version (legacy semantics)
+		}
 	case metav1.ResourceVersionMatchExact:
 		if rvStr == "" || rv == 0 {
 			return opts, badRequestf("resourceVersionMatch %q requires a non-zero resourceVersion", match)

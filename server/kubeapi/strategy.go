@@ -1,6 +1,7 @@
 package kubeapi
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"reflect"
 	"time"
 
@@ -61,6 +62,19 @@ func prepareUpdate(res *resources.Resource, obj, old runtime.Object, subresource
 	case res.Status:
 		copyField(obj, old, "Status")
 	}
+	// A namespace's spec.finalizers change only through /finalize (the namespace controller's call).
+	if ns, ok := obj.(*corev1.Namespace); ok && subresource != "finalize" {
+		ns.Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
+	}
+}
+
+// finalizersPending reports whether obj still waits for finalizers: metadata.finalizers, and for a namespace
+// also spec.finalizers.
+func finalizersPending(obj runtime.Object) bool {
+	if ns, ok := obj.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		return true
+	}
+	return len(mustAccessor(obj).GetFinalizers()) > 0
 }
 
 // bumpGeneration increments metadata.generation when anything outside metadata and status changed. Call it

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
@@ -30,6 +31,7 @@ const initialEventsEnd = "k8s.io/initial-events-end"
 type watchParams struct {
 	sel           selector
 	rv            int64
+	rvStr         string
 	rvSet         bool // resourceVersion given and not "0"
 	bookmarks     bool
 	initialEvents *bool
@@ -47,7 +49,7 @@ func (rq *request) watchParams() (watchParams, error) {
 	if p.rv, err = parseRV(rvStr); err != nil {
 		return p, err
 	}
-	p.rvSet = rvStr != "" && rvStr != "0"
+	p.rvStr, p.rvSet = rvStr, rvStr != "" && rvStr != "0"
 	p.bookmarks = q.Get("allowWatchBookmarks") == "true"
 	if v := q.Get("sendInitialEvents"); v != "" {
 		b := v == "true"
@@ -92,6 +94,11 @@ func (rq *request) watch() error {
 	initial := !p.rvSet
 	if p.initialEvents != nil {
 		initial = *p.initialEvents
+	}
+	if col := rq.collection(rq.res); col != nil {
+		if served, err := ws.watchFromCache(ctx, col, initial); served {
+			return err
+		}
 	}
 	var pending []runtime.Object
 	from := p.rv
@@ -249,21 +256,17 @@ func (ws *watchStream) event(ev store.Event) {
 		ws.rq.api.log.Error("decoding a watched object failed", "err", err, "key", ev.Object.Key.String())
 		return
 	}
-	obj := shared.obj
+	// Store events carry no previous state: with selectors, in remembers which keys matched.
 	k := ev.Object.Namespace + "/" + ev.Object.Name
-	matches := ev.Type != store.Deleted && ws.p.sel.matches(ws.rq.res, obj)
-	was := ws.in[k] || ws.p.sel.empty()
-	if ev.Type == store.Deleted {
-		matches, was = false, ws.in[k] || (ws.p.sel.empty() || ws.p.sel.matches(ws.rq.res, obj))
+	matches := ev.Type != store.Deleted && ws.p.sel.matches(ws.rq.res, shared.Object)
+	var was bool
+	switch ev.Type {
+	case store.Modified:
+		was = ws.in[k] || ws.p.sel.empty()
+	case store.Deleted:
+		was = ws.in[k] || ws.p.sel.matches(ws.rq.res, shared.Object)
 	}
-	switch {
-	case matches && (ev.Type == store.Added || !was):
-		ws.sendShared(watch.Added, shared)
-	case matches:
-		ws.sendShared(watch.Modified, shared)
-	case was:
-		ws.sendShared(watch.Deleted, shared)
-	}
+	ws.deliver(was, matches, shared)
 	if !ws.p.sel.empty() {
 		if matches {
 			ws.in[k] = true
@@ -286,12 +289,12 @@ func (ws *watchStream) bookmark(rev int64, initialEnd bool) {
 }
 
 // sendShared sends an event whose object other watchers may send too: its encoding is made once.
-func (ws *watchStream) sendShared(t watch.EventType, o *sharedObject) {
+func (ws *watchStream) sendShared(t watch.EventType, o *watchcache.Entry) {
 	if ws.rq.out.as != "" {
-		ws.send(t, o.obj) // transformed per request (Table, metadata)
+		ws.send(t, o.Object) // transformed per request (Table, metadata)
 		return
 	}
-	raw, err := o.encoded(ws.encKey, ws.enc)
+	raw, err := o.Encoded(ws.encKey, ws.enc)
 	if err != nil {
 		ws.rq.api.log.Error("encoding a watch event failed", "err", err)
 		return

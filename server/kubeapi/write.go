@@ -101,7 +101,7 @@ func (rq *request) decodeResult(so store.Object) (runtime.Object, error) {
 
 // checkNamespaceOpen refuses creating objects in a namespace that does not exist or is terminating.
 func (rq *request) checkNamespaceOpen(ns string) error {
-	if ns == "" {
+	if ns == "" || rq.namespaceFromCache(ns) {
 		return nil
 	}
 	so, err := rq.api.cfg.Storage.Get(rq.ctx, store.Key{Cluster: rq.cluster.ID, Resource: "namespaces", Name: ns})
@@ -207,8 +207,7 @@ func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Obj
 		}
 		obj = fm.UpdateNoErrors(old, obj, manager)
 	}
-	m := mustAccessor(obj)
-	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 {
+	if mustAccessor(obj).GetDeletionTimestamp() != nil && !finalizersPending(obj) {
 		return rq.finishDelete(obj, rev, dry)
 	}
 	if dry {

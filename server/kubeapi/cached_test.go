@@ -1,0 +1,264 @@
+package kubeapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
+	"github.com/wheelhouse-dev/wheelhouse/store"
+)
+
+// countingStorage counts the store's lists and watches, to tell reads the cache served from reads of the store.
+type countingStorage struct {
+	*store.Store
+	lists, watches atomic.Int64
+}
+
+func (c *countingStorage) List(ctx context.Context, opts store.ListOptions) (store.ListResult, error) {
+	c.lists.Add(1)
+	return c.Store.List(ctx, opts)
+}
+
+func (c *countingStorage) Watch(ctx context.Context, opts store.WatchOptions) (*store.Watcher, error) {
+	c.watches.Add(1)
+	return c.Store.Watch(ctx, opts)
+}
+
+// withCache counts storage reads and gives the API its own cache configured by cfg.
+func withCache(t *testing.T, counts **countingStorage, cfg watchcache.Config) func(*Config) {
+	return func(c *Config) {
+		cs := &countingStorage{Store: c.Storage.(*store.Store)}
+		*counts = cs
+		c.Storage = cs
+		cfg.Source, cfg.Logger = cs, slog.New(slog.DiscardHandler)
+		c.WatchCache = watchcache.New(cfg)
+		t.Cleanup(c.WatchCache.Close)
+	}
+}
+
+type listBody struct {
+	Metadata metav1.ListMeta                `json:"metadata"`
+	Items    []metav1.PartialObjectMetadata `json:"items"`
+}
+
+func (env *testEnv) rawList(t *testing.T, path string) listBody {
+	t.Helper()
+	resp := env.rawDo(t, http.MethodGet, path, "", nil)
+	if resp.code != http.StatusOK {
+		t.Fatalf("list %s: %d %s", path, resp.code, resp.body)
+	}
+	var l listBody
+	if err := json.Unmarshal(resp.body, &l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func itemNames(l listBody) []string {
+	var out []string
+	for _, it := range l.Items {
+		out = append(out, it.Name)
+	}
+	return out
+}
+
+// TestListsFromCacheAreConsistentAndPage: consistent lists (resourceVersion "") come from memory yet always
+// include the caller's own preceding writes; resourceVersion=0 lists ignore limit; a limited list pages on
+// through the store at the same revision.
+func TestListsFromCacheAreConsistentAndPage(t *testing.T) {
+	var counts *countingStorage
+	env := newTestEnv(t, withCache(t, &counts, watchcache.Config{}))
+	for i := range 3 {
+		env.rawCreate(t, rawCMs, fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%d"}}`, i))
+	}
+	env.rawList(t, rawCMs) // loads the collection
+	loaded := counts.lists.Load()
+	for i := 3; i < 23; i++ {
+		name := fmt.Sprintf("cm-%d", i)
+		env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`"}}`)
+		if l := env.rawList(t, rawCMs); !slices.Contains(itemNames(l), name) {
+			t.Fatalf("a consistent list right after creating %s does not hold it: %v", name, itemNames(l))
+		}
+	}
+	if n := counts.lists.Load(); n != loaded {
+		t.Fatalf("consistent lists read the store %d times; the cache should have served them", n-loaded)
+	}
+	full := env.rawList(t, rawCMs+"?resourceVersion=0&limit=5")
+	if len(full.Items) != 23 || full.Metadata.Continue != "" {
+		t.Fatalf("resourceVersion=0 with limit 5: %d items, continue %q; want every item (limit ignored)", len(full.Items), full.Metadata.Continue)
+	}
+	var paged []string
+	l := env.rawList(t, rawCMs+"?limit=5")
+	for pages := 1; ; pages++ {
+		paged = append(paged, itemNames(l)...)
+		if l.Metadata.ResourceVersion != full.Metadata.ResourceVersion && pages == 1 {
+			t.Logf("first page at %s, full list at %s", l.Metadata.ResourceVersion, full.Metadata.ResourceVersion)
+		}
+		if l.Metadata.Continue == "" {
+			break
+		}
+		if pages > 10 {
+			t.Fatal("paging does not end")
+		}
+		l = env.rawList(t, rawCMs+"?limit=5&continue="+url.QueryEscape(l.Metadata.Continue))
+	}
+	if !slices.Equal(paged, itemNames(full)) {
+		t.Fatalf("pages joined %v, full list %v", paged, itemNames(full))
+	}
+	// A selective limited list: continue only while a later item matches.
+	env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"zz-labelled","labels":{"pick":"me"}}}`)
+	if l := env.rawList(t, rawCMs+"?limit=1&labelSelector=pick%3Dme"); len(l.Items) != 1 || l.Metadata.Continue != "" {
+		t.Fatalf("selective list: %v continue %q; want the one match and no continue", itemNames(l), l.Metadata.Continue)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestListAtFutureRevisionIsTooLarge(t *testing.T) {
+	var counts *countingStorage
+	env := newTestEnv(t, withCache(t, &counts, watchcache.Config{FreshTimeout: 100 * time.Millisecond}))
+	env.rawList(t, rawCMs)
+	future := env.storeRev(t) + 1000
+	resp := env.rawDo(t, http.MethodGet, rawCMs+"?resourceVersionMatch=NotOlderThan&resourceVersion="+revString(future), "", nil)
+	st := resp.wantStatus(t, http.StatusGatewayTimeout, metav1.StatusReasonTimeout)
+	if !strings.Contains(st.Message, "Too large resource version") {
+		t.Fatalf("message %q", st.Message)
+	}
+	// A version the store has reached is served (after the cache catches up).
+	now := env.storeRev(t)
+	if l := env.rawList(t, rawCMs+"?resourceVersionMatch=NotOlderThan&resourceVersion="+revString(now)); l.Metadata.ResourceVersion == "" || mustAtoi(t, l.Metadata.ResourceVersion) < now {
+		t.Fatalf("NotOlderThan %d answered at %s", now, l.Metadata.ResourceVersion)
+	}
+}
+
+// TestWatchBeforeCacheWindowFallsBackToStore: a watch from inside the cache's window is served from memory; one
+// from before it, still inside the store's history, is served by the store with the same events.
+func TestWatchBeforeCacheWindowFallsBackToStore(t *testing.T) {
+	var counts *countingStorage
+	env := newTestEnv(t, withCache(t, &counts, watchcache.Config{Window: 2}))
+	cs := env.client(t, "c1")
+	ctx := t.Context()
+	env.rawList(t, rawCMs)
+	var revs []string
+	for i := range 5 {
+		cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("w", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, cm.ResourceVersion)
+	}
+	watchFrom := func(rv string, want int) []string {
+		t.Helper()
+		w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		var got []string
+		for range want {
+			ev := next(t, w)
+			if ev.Type != watch.Added {
+				t.Fatalf("event %v", ev.Type)
+			}
+			got = append(got, ev.Object.(*corev1.ConfigMap).ResourceVersion)
+		}
+		return got
+	}
+	before := counts.watches.Load()
+	if got := watchFrom(revs[2], 2); !slices.Equal(got, revs[3:]) {
+		t.Fatalf("watch from %s (in the window): %v, want %v", revs[2], got, revs[3:])
+	}
+	if n := counts.watches.Load() - before; n != 0 {
+		t.Fatalf("a watch inside the window opened %d store watches", n)
+	}
+	if got := watchFrom(revs[0], 4); !slices.Equal(got, revs[1:]) {
+		t.Fatalf("watch from %s (before the window): %v, want %v", revs[0], got, revs[1:])
+	}
+	if n := counts.watches.Load() - before; n != 1 {
+		t.Fatalf("a watch before the window opened %d store watches, want 1", n)
+	}
+}
+
+// TestCreateInNewNamespaceRightAway: the namespace check reads the cache but never refuses a namespace the
+// cache has not seen yet; a terminating namespace is refused.
+func TestCreateInNewNamespaceRightAway(t *testing.T) {
+	env := newTestEnv(t)
+	cs := env.client(t, "c1")
+	ctx := t.Context()
+	for i := range 10 {
+		ns := fmt.Sprint("fresh-", i)
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create in namespace %s created a moment ago: %v", ns, err)
+		}
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "fresh-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cs.CoreV1().ConfigMaps("fresh-0").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "y"}}, metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "being terminated") {
+		t.Fatalf("create in a terminating namespace: %v", err)
+	}
+}
+
+// TestNamespaceFinalizers: deleting a namespace makes it Terminating while spec.finalizers remain; only
+// /finalize changes them, and emptying them completes the deletion.
+func TestNamespaceFinalizers(t *testing.T) {
+	env := newTestEnv(t)
+	cs := env.client(t, "c1")
+	ctx := t.Context()
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fin"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ns.Spec.Finalizers, []corev1.FinalizerName{corev1.FinalizerKubernetes}) {
+		t.Fatalf("spec.finalizers %v, want [kubernetes]", ns.Spec.Finalizers)
+	}
+	ns.Spec.Finalizers = nil
+	if ns, err = cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil || len(ns.Spec.Finalizers) != 1 {
+		t.Fatalf("a plain update changed spec.finalizers: %v %v", ns.Spec.Finalizers, err)
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "fin", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err = cs.CoreV1().Namespaces().Get(ctx, "fin", metav1.GetOptions{})
+	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil {
+		t.Fatalf("after delete: %v %+v", err, ns.Status)
+	}
+	err = cs.CoreV1().Namespaces().Delete(ctx, "fin", metav1.DeleteOptions{})
+	if st, ok := err.(apiStatus); !ok || st.Status().Code != http.StatusConflict {
+		t.Fatalf("second delete of a terminating namespace: %v, want 409", err)
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "fin", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("namespace after /finalize emptied its finalizers: %v, want not found", err)
+	}
+}
+
+type apiStatus interface{ Status() metav1.Status }
