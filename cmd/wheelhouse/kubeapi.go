@@ -51,7 +51,7 @@ func kubernetesAPI(ctx context.Context, cfg serverConfig, url string, st *store.
 	}
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
 		Authenticator: tokenAuthenticator{ten}, Authorizer: mastersOnly{}, OpenAPI: spec, TypeConverter: tc,
-		Logger: log.With("component", "kubeapi")})
+		Logger: log.With("component", "kubeapi"), DisableWatchCache: cfg.WatchCache == "off"})
 	if err != nil {
 		ten.Close()
 		return nil, nil, err

@@ -30,14 +30,14 @@ func parseServer(t *testing.T, env map[string]string, args ...string) serverConf
 
 func TestServerFlagsAndEnv(t *testing.T) {
 	defaults := serverConfig{Listen: "127.0.0.1:8080", DataDir: "./.wheelhouse", LogLevel: "info", LogFormat: "text",
-		Retention: "5m"}
+		Retention: "5m", WatchCache: "on"}
 	env := map[string]string{
 		"WHEELHOUSE_LISTEN": "0.0.0.0:9000", "WHEELHOUSE_DATABASE_URL": "postgres://env/db",
 		"WHEELHOUSE_DATA_DIR": "/env/data", "WHEELHOUSE_LOG_LEVEL": "debug", "WHEELHOUSE_LOG_FORMAT": "json",
-		"WHEELHOUSE_HISTORY_RETENTION": "10m",
+		"WHEELHOUSE_HISTORY_RETENTION": "10m", "WHEELHOUSE_WATCH_CACHE": "off",
 	}
 	fromEnv := serverConfig{Listen: "0.0.0.0:9000", DatabaseURL: "postgres://env/db", DataDir: "/env/data",
-		LogLevel: "debug", LogFormat: "json", Retention: "10m"}
+		LogLevel: "debug", LogFormat: "json", Retention: "10m", WatchCache: "off"}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -47,9 +47,10 @@ func TestServerFlagsAndEnv(t *testing.T) {
 		{"defaults", nil, nil, defaults},
 		{"env over default", env, nil, fromEnv},
 		{"flag over env", env, []string{"--listen", "127.0.0.1:1", "--database-url", "postgres://flag/db",
-			"--data-dir", "/flag", "--log-level", "warn", "--log-format", "text", "--history-retention", "1h"},
+			"--data-dir", "/flag", "--log-level", "warn", "--log-format", "text", "--history-retention", "1h",
+			"--watch-cache", "on"},
 			serverConfig{Listen: "127.0.0.1:1", DatabaseURL: "postgres://flag/db", DataDir: "/flag", LogLevel: "warn",
-				LogFormat: "text", Retention: "1h"}},
+				LogFormat: "text", Retention: "1h", WatchCache: "on"}},
 		{"flag equal to default still wins", env, []string{"--listen", "127.0.0.1:8080"},
 			func() serverConfig { c := fromEnv; c.Listen = "127.0.0.1:8080"; return c }()},
 		{"empty env is unset", map[string]string{"WHEELHOUSE_LISTEN": ""}, nil, defaults},
@@ -75,7 +76,8 @@ func TestHelpDoesNotPrintEnvironment(t *testing.T) {
 }
 
 func TestServerConfigValidate(t *testing.T) {
-	ok := serverConfig{Listen: "127.0.0.1:8080", DataDir: "d", LogLevel: "info", LogFormat: "text", Retention: "5m"}
+	ok := serverConfig{Listen: "127.0.0.1:8080", DataDir: "d", LogLevel: "info", LogFormat: "text", Retention: "5m",
+		WatchCache: "on"}
 	for _, tc := range []struct {
 		name    string
 		change  func(*serverConfig)
@@ -89,6 +91,7 @@ func TestServerConfigValidate(t *testing.T) {
 		{"bad format", func(c *serverConfig) { c.LogFormat = "xml" }, "--log-format"},
 		{"bad retention", func(c *serverConfig) { c.Retention = "soon" }, "--history-retention"},
 		{"retention too short", func(c *serverConfig) { c.Retention = "10s" }, "--history-retention"},
+		{"bad watch cache", func(c *serverConfig) { c.WatchCache = "maybe" }, "--watch-cache"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
