@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
+)
+
+// TestWatchAcrossReplicasAndRestart drives two real server processes on one database the way a client-go user
+// sees them: a write through one replica is in the other's consistent list at once and in its watches; a
+// watch cut by a server restart resumes from the last resourceVersion it saw and gets exactly the events it
+// missed (written through the other replica while this one was down), in order, then new ones.
+func TestWatchAcrossReplicasAndRestart(t *testing.T) {
+	bin := buildBinary(t)
+	dataDir := t.TempDir()
+	env := []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t), "WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}
+	a := startServer(t, bin, env, "--data-dir", dataDir)
+	a.waitReady(t)
+	b := startServer(t, bin, env, "--data-dir", dataDir) // shares the serving CA in dataDir
+	b.waitReady(t)
+	ca, cb := clientFor(t, bin, a.url, dataDir), clientFor(t, bin, b.url, dataDir)
+	ctx := t.Context()
+	cms := func(c kubernetes.Interface) func(string) string {
+		return func(name string) string {
+			t.Helper()
+			cm, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create %s: %v", name, err)
+			}
+			return cm.ResourceVersion
+		}
+	}
+	createA, createB := cms(ca), cms(cb)
+
+	start := createA("a1")
+	for _, name := range []string{"b1", "b2", "b3"} {
+		createB(name)
+		// Consistent lists on the other replica are never stale, though served from its watch cache.
+		l, err := ca.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(l.Items, func(cm corev1.ConfigMap) bool { return cm.Name == name }) {
+			t.Fatalf("replica A's list right after replica B created %s lacks it", name)
+		}
+	}
+
+	w, err := ca.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := receive(t, w, 3)
+	if got := names(seen); !slices.Equal(got, []string{"b1", "b2", "b3"}) {
+		t.Fatalf("watch on A from a1's resourceVersion: %v, want b1 b2 b3 (written through B)", got)
+	}
+	last := seen[len(seen)-1].ResourceVersion
+
+	a.stop(t, syscall.SIGTERM)
+	drained := time.After(20 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-w.ResultChan():
+		case <-drained:
+			t.Fatal("the watch stream did not end when its server stopped")
+		}
+	}
+	createB("b4") // while A is down
+	createB("b5")
+
+	a2 := startServer(t, bin, env, "--data-dir", dataDir)
+	a2.waitReady(t)
+	ca2 := clientFor(t, bin, a2.url, dataDir)
+	w, err = ca2.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if got := names(receive(t, w, 2)); !slices.Equal(got, []string{"b4", "b5"}) {
+		t.Fatalf("resumed watch: %v, want exactly the missed b4 b5", got)
+	}
+	createB("b6")
+	cms(ca2)("a3")
+	if got := names(receive(t, w, 2)); !slices.Equal(got, []string{"b6", "a3"}) {
+		t.Fatalf("resumed watch, new events: %v, want b6 a3", got)
+	}
+}
+
+// clientFor is a client-go clientset from the kubeconfig `wheelhouse kubeconfig` prints for server url.
+func clientFor(t *testing.T, bin, url, dataDir string) kubernetes.Interface {
+	t.Helper()
+	kc, err := exec.Command(bin, "kubeconfig", "--cluster", "default", "--server", url, "--token", e2eToken,
+		"--data-dir", dataDir).Output()
+	if err != nil {
+		t.Fatalf("wheelhouse kubeconfig: %v", err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// receive reads n ADDED ConfigMap events (skipping bookmarks) within 20 s.
+func receive(t *testing.T, w watch.Interface, n int) []*corev1.ConfigMap {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var out []*corev1.ConfigMap
+	for len(out) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed after %d of %d events", len(out), n)
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			cm, isCM := ev.Object.(*corev1.ConfigMap)
+			if ev.Type != watch.Added || !isCM {
+				t.Fatalf("event %s %T, want ADDED ConfigMap", ev.Type, ev.Object)
+			}
+			out = append(out, cm)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d events within 20s", len(out), n)
+		}
+	}
+	return out
+}
+
+func names(cms []*corev1.ConfigMap) []string {
+	var out []string
+	for _, cm := range cms {
+		out = append(out, cm.Name)
+	}
+	return out
+}
