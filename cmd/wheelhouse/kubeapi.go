@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
+	"github.com/wheelhouse-dev/wheelhouse/rbac"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
@@ -18,9 +18,6 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 	"github.com/wheelhouse-dev/wheelhouse/version"
 )
-
-// mastersGroup is the group whose members may do anything (until RBAC arrives with the tenancy issue).
-const mastersGroup = "system:masters"
 
 // kubernetesAPI opens the tenancy store, bootstraps the first team, cluster and admin (printing generated
 // secrets once), makes sure every cluster has its system objects, and returns the routes of the Kubernetes API.
@@ -49,10 +46,22 @@ func kubernetesAPI(ctx context.Context, cfg serverConfig, url string, st *store.
 		ten.Close()
 		return nil, nil, fmt.Errorf("OpenAPI models: %w", err)
 	}
+	// The authorizer reads RBAC objects through the API's watch cache, so it is bound once the API exists.
+	authz := &rbacAuthorizer{}
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
-		Authenticator: tokenAuthenticator{ten}, Authorizer: mastersOnly{}, OpenAPI: spec, TypeConverter: tc,
+		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: escalationCheck{authz},
+		Rules: rulesResolver{authz}, ClusterObjects: clusterObjects, OpenAPI: spec, TypeConverter: tc,
 		Logger: log.With("component", "kubeapi"), DisableWatchCache: cfg.WatchCache == "off"})
 	if err != nil {
+		ten.Close()
+		return nil, nil, err
+	}
+	src, err := api.RBACSource()
+	if err == nil {
+		authz.a, err = rbac.New(rbac.Config{Source: src, Logger: log.With("component", "rbac")})
+	}
+	if err != nil {
+		api.Close()
 		ten.Close()
 		return nil, nil, err
 	}
@@ -102,31 +111,4 @@ func (c clusterSource) Cluster(ctx context.Context, id string) (kubeapi.Cluster,
 		return kubeapi.Cluster{}, err
 	}
 	return kubeapi.Cluster{ID: cl.ID, ServiceCIDR: cl.ServiceCIDR.String()}, nil
-}
-
-type tokenAuthenticator struct{ ten *tenancy.Store }
-
-func (a tokenAuthenticator) AuthenticateToken(ctx context.Context, token string) (kubeapi.User, error) {
-	p, err := a.ten.Authenticate(ctx, token)
-	if errors.Is(err, tenancy.ErrUnauthenticated) {
-		return kubeapi.User{}, kubeapi.ErrUnauthenticated
-	}
-	if err != nil {
-		return kubeapi.User{}, err
-	}
-	u := kubeapi.User{Name: p.Email, UID: p.UserID, Groups: []string{"system:authenticated"}}
-	if p.Admin {
-		u.Groups = append(u.Groups, mastersGroup)
-	}
-	return u, nil
-}
-
-// mastersOnly admits members of system:masters (the bootstrap admin) and nobody else.
-type mastersOnly struct{}
-
-func (mastersOnly) Authorize(_ context.Context, a kubeapi.Attributes) (bool, string, error) {
-	if slices.Contains(a.User.Groups, mastersGroup) {
-		return true, "", nil
-	}
-	return false, "only administrators may use the API until RBAC is configured", nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
@@ -54,9 +55,10 @@ type User struct {
 	Groups []string
 }
 
-// Authenticator checks a bearer token; it returns ErrUnauthenticated for a token it does not accept.
+// Authenticator checks a bearer token for a request to cluster: ErrUnauthenticated for a token it does not
+// accept, ErrClusterNotFound when the caller may not know the cluster exists (not a member of its team).
 type Authenticator interface {
-	AuthenticateToken(ctx context.Context, token string) (User, error)
+	AuthenticateToken(ctx context.Context, cluster, token string) (User, error)
 }
 
 // ErrUnauthenticated is returned by an Authenticator for a token it does not accept.
@@ -79,6 +81,26 @@ type Attributes struct {
 // Authorizer decides whether a request may proceed; reason is shown to a refused caller.
 type Authorizer interface {
 	Authorize(ctx context.Context, a Attributes) (allowed bool, reason string, err error)
+}
+
+// AdmissionRequest is a write about to be stored, after defaulting and validation.
+type AdmissionRequest struct {
+	User      User
+	Cluster   string
+	Operation string // CREATE or UPDATE
+	Resource  *resources.Resource
+	// Subresource is "" or the subresource written ("status", "scale", ...).
+	Subresource string
+	Namespace   string
+	Name        string
+	Object      runtime.Object
+	OldObject   runtime.Object // nil on CREATE
+}
+
+// Admission checks a write before it is stored; an error refuses it (return an apierrors status error, such as
+// Forbidden, to choose the answer; any other error is an internal error).
+type Admission interface {
+	Admit(ctx context.Context, req AdmissionRequest) error
 }
 
 // OpenAPI serves the OpenAPI documents (server/openapi.Spec implements it).
@@ -110,9 +132,17 @@ type Config struct {
 	Now func() time.Time
 	// WatchCache serves watches and lists from memory (server/watchcache). Nil: New makes one on Storage when
 	// Storage can feed it (a watchcache.Source, as *store.Store is) and Close closes it. DisableWatchCache
-	// sends every read to Storage (the perf harness compares both).
+	// sends every list, watch and namespace check to Storage (the perf harness compares both); the cache still
+	// feeds RBACSource.
 	WatchCache        *watchcache.Cache
 	DisableWatchCache bool
+	// ClusterObjects are extra objects EnsureCluster creates in every cluster when they are missing (the
+	// built-in RBAC roles and bindings).
+	ClusterObjects func() []runtime.Object
+	// Admission checks writes after validation (optional; RBAC's escalation check).
+	Admission Admission
+	// Rules answers SelfSubjectRulesReview (optional).
+	Rules RulesResolver
 }
 
 func (c *Config) setDefaults() {
@@ -175,12 +205,9 @@ func New(cfg Config) (*API, error) {
 		cache:          cfg.WatchCache,
 		liveNamespaces: liveLookups{until: map[string]time.Time{}},
 	}
-	if src, ok := cfg.Storage.(watchcache.Source); ok && a.cache == nil && !cfg.DisableWatchCache {
+	if src, ok := cfg.Storage.(watchcache.Source); ok && a.cache == nil {
 		a.cache = watchcache.New(watchcache.Config{Source: src, Logger: cfg.Logger.With("component", "watchcache")})
 		a.ownCache = true
-	}
-	if cfg.DisableWatchCache {
-		a.cache = nil
 	}
 	return a, nil
 }
@@ -241,7 +268,9 @@ type request struct {
 
 func (rq *request) serve() error {
 	user, err := rq.authenticate()
-	if err != nil {
+	if errors.Is(err, ErrClusterNotFound) {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "clusters"}, rq.cluster.ID)
+	} else if err != nil {
 		return err
 	}
 	rq.user = user
@@ -252,6 +281,9 @@ func (rq *request) serve() error {
 		return internal(err)
 	}
 	rq.cluster = cl
+	if err := rq.impersonate(); err != nil {
+		return err
+	}
 	q := rq.r.URL.Query()
 	rq.info = parseRequestInfo(rq.r.Method, rq.path, q.Get("watch") == "true" || q.Get("watch") == "1")
 	if !rq.info.resource {
@@ -269,10 +301,13 @@ func (rq *request) authenticate() (User, error) {
 	if !ok || strings.TrimSpace(token) == "" {
 		return User{}, apierrors.NewUnauthorized("Unauthorized: a bearer token is required")
 	}
-	u, err := rq.api.cfg.Authenticator.AuthenticateToken(rq.ctx, strings.TrimSpace(token))
-	if errors.Is(err, ErrUnauthenticated) {
+	u, err := rq.api.cfg.Authenticator.AuthenticateToken(rq.ctx, rq.cluster.ID, strings.TrimSpace(token))
+	switch {
+	case errors.Is(err, ErrUnauthenticated):
 		return User{}, apierrors.NewUnauthorized("Unauthorized")
-	} else if err != nil {
+	case errors.Is(err, ErrClusterNotFound):
+		return User{}, err
+	case err != nil:
 		return User{}, internal(err)
 	}
 	return u, nil
@@ -287,10 +322,27 @@ func (rq *request) authorize(attrs Attributes) error {
 	if ok {
 		return nil
 	}
+	return forbiddenFor(attrs, reason)
+}
+
+// forbiddenFor is upstream's refusal: `pods "x" is forbidden: User "u" cannot get resource "pods" in API group
+// "" in the namespace "n"`, plus the authorizer's reason when it gave one.
+func forbiddenFor(attrs Attributes, reason string) error {
 	gr := schema.GroupResource{Group: attrs.Group, Resource: attrs.Resource}
-	msg := fmt.Sprintf("user %q cannot %s resource %q in API group %q", rq.user.Name, attrs.Verb, attrs.Resource, attrs.Group)
+	var msg string
 	if attrs.Resource == "" {
-		msg = fmt.Sprintf("user %q cannot %s path %q", rq.user.Name, attrs.Verb, attrs.Path)
+		msg = fmt.Sprintf("User %q cannot %s path %q", attrs.User.Name, attrs.Verb, attrs.Path)
+	} else {
+		resource := attrs.Resource
+		if attrs.Subresource != "" {
+			resource += "/" + attrs.Subresource
+		}
+		msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q", attrs.User.Name, attrs.Verb, resource, attrs.Group)
+		if attrs.Namespace != "" {
+			msg += fmt.Sprintf(" in the namespace %q", attrs.Namespace)
+		} else {
+			msg += " at the cluster scope"
+		}
 	}
 	if reason != "" {
 		msg += ": " + reason

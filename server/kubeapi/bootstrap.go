@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,8 +20,10 @@ import (
 // systemNamespaces exist in every cluster.
 var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
-// EnsureCluster creates the objects every cluster starts with when they are missing: the system namespaces and
-// priority classes. It is idempotent and safe to run from several replicas at once (create-if-absent).
+// EnsureCluster creates the objects every cluster starts with when they are missing: the system namespaces,
+// priority classes, Config.ClusterObjects (the built-in RBAC objects) and the kubernetes Service. It is
+// idempotent and safe to run from several replicas at once (create-if-absent); existing objects are left as
+// they are, so an edited built-in role stays edited.
 func (a *API) EnsureCluster(ctx context.Context, cluster string) error {
 	var objs []runtime.Object
 	for _, ns := range systemNamespaces {
@@ -29,10 +32,17 @@ func (a *API) EnsureCluster(ctx context.Context, cluster string) error {
 	for _, pc := range resources.SystemPriorityClasses() {
 		objs = append(objs, pc)
 	}
+	if a.cfg.ClusterObjects != nil {
+		objs = append(objs, a.cfg.ClusterObjects()...)
+	}
+	// Concurrent creates share the store's write batches: a hundred objects cost a few commits, not a hundred.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
 	for _, obj := range objs {
-		if err := a.ensureObject(ctx, cluster, obj); err != nil {
-			return err
-		}
+		g.Go(func() error { return a.ensureObject(gctx, cluster, obj) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return a.ensureKubernetesService(ctx, cluster)
 }

@@ -23,11 +23,10 @@ import (
 
 // collection is res's cached collection in the request's cluster, or nil (cache disabled or not available).
 func (rq *request) collection(res *resources.Resource) *watchcache.Collection {
-	if rq.api.cache == nil {
+	if rq.api.cfg.DisableWatchCache {
 		return nil
 	}
-	col, err := rq.api.cache.Collection(rq.ctx, watchcache.Kind{Cluster: rq.cluster.ID, Resource: res.Storage,
-		Type: res.GVK.String()}, func(so store.Object) (runtime.Object, error) { return decodeStored(res, so) })
+	col, err := rq.api.collection(rq.ctx, rq.cluster.ID, res)
 	if err != nil {
 		if rq.ctx.Err() == nil {
 			rq.api.log.Debug("watch cache unavailable; reading the store", "err", err, "resource", res.Storage)
@@ -37,6 +36,17 @@ func (rq *request) collection(res *resources.Resource) *watchcache.Collection {
 	return col
 }
 
+// collection is res's cached collection in cluster.
+func (a *API) collection(ctx context.Context, cluster string, res *resources.Resource) (*watchcache.Collection, error) {
+	if a.cache == nil {
+		return nil, errNoCache
+	}
+	return a.cache.Collection(ctx, watchcache.Kind{Cluster: cluster, Resource: res.Storage, Type: res.GVK.String()},
+		func(so store.Object) (runtime.Object, error) { return decodeStored(res, so) })
+}
+
+var errNoCache = errors.New("kubeapi: no watch cache (Storage cannot feed one)")
+
 // listFromCache serves a LIST from the cache when its resourceVersion rules allow: "0" (any recent state;
 // limit is ignored, as upstream's cache does), "" (consistent: the cache first catches up with the store's
 // current revision), or N with NotOlderThan semantics (the cache first reaches N). Exact reads and continued
@@ -44,7 +54,7 @@ func (rq *request) collection(res *resources.Resource) *watchcache.Collection {
 // token in the store's format, so the following pages are read from the store at the same revision.
 func (rq *request) listFromCache(q url.Values, opts store.ListOptions, sel selector) (items []runtime.Object,
 	rev int64, cont string, handled bool, err error) {
-	if rq.api.cache == nil || opts.Continue != "" || opts.Revision != 0 {
+	if opts.Continue != "" || opts.Revision != 0 {
 		return nil, 0, "", false, nil
 	}
 	col := rq.collection(rq.res)

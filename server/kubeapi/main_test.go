@@ -42,7 +42,7 @@ func (fakeClusters) Cluster(_ context.Context, id string) (Cluster, error) {
 // fakeAuth accepts adminToken (system:masters) and viewerToken (no groups).
 type fakeAuth struct{}
 
-func (fakeAuth) AuthenticateToken(_ context.Context, token string) (User, error) {
+func (fakeAuth) AuthenticateToken(_ context.Context, _, token string) (User, error) {
 	switch token {
 	case adminToken:
 		return User{Name: "admin", Groups: []string{"system:masters"}}, nil

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +19,9 @@ const maxConflictRetries = 8
 
 // create serves POST of a new object.
 func (rq *request) create() error {
+	if rq.res.Virtual {
+		return rq.review()
+	}
 	obj, err := rq.decodeBody()
 	if err != nil {
 		return err
@@ -64,6 +68,9 @@ func (rq *request) createObject(obj runtime.Object) (runtime.Object, error) {
 	if err := validateCreate(rq.res, obj); err != nil {
 		return nil, err
 	}
+	if err := rq.admit("CREATE", obj, nil); err != nil {
+		return nil, err
+	}
 	if !rq.applying() {
 		fm, err := rq.api.managers.get(rq.res, "")
 		if err != nil {
@@ -92,11 +99,39 @@ func (rq *request) createObject(obj runtime.Object) (runtime.Object, error) {
 }
 
 func (rq *request) decodeResult(so store.Object) (runtime.Object, error) {
+	rq.settle(so.Revision)
 	obj, err := decodeStored(rq.res, so)
 	if err != nil {
 		return nil, internal(err)
 	}
 	return obj, nil
+}
+
+// admit runs the configured admission check on a write.
+func (rq *request) admit(op string, obj, old runtime.Object) error {
+	if rq.api.cfg.Admission == nil {
+		return nil
+	}
+	m := mustAccessor(obj)
+	err := rq.api.cfg.Admission.Admit(rq.ctx, AdmissionRequest{User: rq.user, Cluster: rq.cluster.ID, Operation: op,
+		Resource: rq.res, Subresource: rq.info.subresource, Namespace: m.GetNamespace(), Name: m.GetName(),
+		Object: obj, OldObject: old})
+	var st apierrors.APIStatus
+	if err != nil && !errors.As(err, &st) {
+		return internal(err)
+	}
+	return err
+}
+
+// settle waits, after a write of an RBAC object, until this process's watch cache holds it: the authorizer
+// reads RBAC objects from there, so the writer's next request is judged by the policy it just wrote.
+func (rq *request) settle(rev int64) {
+	if rq.res.GVK.Group != rbacv1.GroupName || rq.api.cache == nil {
+		return
+	}
+	if col, err := rq.api.collection(rq.ctx, rq.cluster.ID, rq.res); err == nil {
+		_ = col.WaitFor(rq.ctx, rev) // at worst (3 s without progress) the policy follows a moment later
+	}
 }
 
 // checkNamespaceOpen refuses creating objects in a namespace that does not exist or is terminating.
@@ -198,6 +233,9 @@ func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Obj
 		keepAddresses(svc, old.(*corev1.Service))
 	}
 	if err := validateUpdate(rq.res, obj, old, sub); err != nil {
+		return nil, err
+	}
+	if err := rq.admit("UPDATE", obj, old); err != nil {
 		return nil, err
 	}
 	if !rq.applying() {

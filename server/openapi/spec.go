@@ -38,12 +38,12 @@ func Build(reg *resources.Registry, version string) (*Spec, error) {
 	b := newBuilder()
 	names := map[*resources.Resource]resourceNames{}
 	for _, r := range reg.All() {
-		n := resourceNames{
-			kind: b.define(deref(reflect.TypeOf(r.New()))),
-			list: b.define(deref(reflect.TypeOf(r.NewList()))),
-		}
+		n := resourceNames{kind: b.define(deref(reflect.TypeOf(r.New())))}
 		addGVK(b.defs[n.kind], r.GVK)
-		addGVK(b.defs[n.list], r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
+		if r.NewList != nil {
+			n.list = b.define(deref(reflect.TypeOf(r.NewList())))
+			addGVK(b.defs[n.list], r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
+		}
 		if r.Scale != nil {
 			n.scale = b.define(reflect.TypeFor[autoscalingv1.Scale]())
 		}

@@ -48,8 +48,8 @@ func Default() *Registry {
 func New(list ...*Resource) (*Registry, error) {
 	reg := &Registry{byGVR: map[schema.GroupVersionResource]*Resource{}, scheme: Scheme}
 	for _, r := range list {
-		if r.Plural == "" || r.GVK.Kind == "" || r.GVK.Version == "" || r.New == nil || r.NewList == nil {
-			return nil, fmt.Errorf("resources: %v/%s: GVK, Plural, New and NewList are required", r.GVK, r.Plural)
+		if r.Plural == "" || r.GVK.Kind == "" || r.GVK.Version == "" || r.New == nil || (r.NewList == nil && !r.Virtual) {
+			return nil, fmt.Errorf("resources: %v/%s: GVK, Plural, New and NewList (unless Virtual) are required", r.GVK, r.Plural)
 		}
 		if r.Singular == "" {
 			r.Singular = strings.ToLower(r.GVK.Kind)

@@ -43,6 +43,9 @@ type Resource struct {
 	// Verbs the resource serves; nil means all of get, list, watch, create, update, patch, delete,
 	// deletecollection.
 	Verbs []string
+	// Virtual resources are never stored: the API computes the answer to a create (access reviews, whoami).
+	// They serve only create and need no NewList.
+	Virtual bool
 
 	// NameValidation checks metadata.name (and generateName when prefix is true). Default: DNS-1123 subdomain.
 	NameValidation func(name string, prefix bool) []string

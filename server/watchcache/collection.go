@@ -26,6 +26,7 @@ type Collection struct {
 	mu       sync.RWMutex // guards everything below
 	err      error        // set once the collection is dead
 	rev      int64        // every event of the resource up to rev is applied
+	changed  int64        // revision of the last change applied (the load revision before any)
 	items    *btree.BTreeG[*Entry]
 	window   ring
 	watches  map[*Watch]struct{}
@@ -133,7 +134,7 @@ func (col *Collection) load(ctx context.Context) (*store.Watcher, error) {
 		return nil, err
 	}
 	col.mu.Lock()
-	col.rev, col.sw = rev, w
+	col.rev, col.changed, col.sw = rev, rev, w
 	col.window.from = rev
 	col.mu.Unlock()
 	return w, nil
@@ -167,6 +168,7 @@ func (col *Collection) apply(ev store.Event) error {
 		out.Prev, _ = col.items.ReplaceOrInsert(e)
 	}
 	col.window.push(out)
+	col.changed = ev.Revision()
 	for w := range col.watches {
 		if w.wants(e) && !w.push(out) {
 			delete(col.watches, w)
@@ -256,6 +258,23 @@ func (col *Collection) List(namespace string) ([]*Entry, int64) {
 	col.mu.RLock()
 	defer col.mu.RUnlock()
 	return col.listLocked(namespace), col.rev
+}
+
+// Changed is the revision of the last change the collection applied: it moves only when an object of the
+// resource changes (not with the store's progress), so a reader can tell that derived state is still current.
+func (col *Collection) Changed() int64 {
+	col.touch()
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	return col.changed
+}
+
+// ListChanged is List with Changed read in the same instant.
+func (col *Collection) ListChanged(namespace string) ([]*Entry, int64) {
+	col.touch()
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	return col.listLocked(namespace), col.changed
 }
 
 // listLocked is List's work; mu must be held.

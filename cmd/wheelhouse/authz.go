@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/wheelhouse-dev/wheelhouse/rbac"
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
+	"github.com/wheelhouse-dev/wheelhouse/tenancy"
+)
+
+// How the Kubernetes API learns who calls (tenancy) and what they may do (rbac). See docs/design/tenancy.md.
+
+// mastersGroup may do anything without RBAC (upstream's privileged group; no user is put in it by default).
+const mastersGroup = "system:masters"
+
+// teamGroupPrefix + role is the group a team member has in the team's clusters; the built-in bindings
+// wheelhouse:team:<role> give it cluster-admin, edit or view.
+const teamGroupPrefix = "wheelhouse:team:"
+
+type tokenAuthenticator struct{ ten *tenancy.Store }
+
+// AuthenticateToken checks the token and the caller's membership of the cluster's team, fresh from PostgreSQL.
+func (a tokenAuthenticator) AuthenticateToken(ctx context.Context, cluster, token string) (kubeapi.User, error) {
+	acc, err := a.ten.AuthenticateCluster(ctx, token, cluster)
+	switch {
+	case errors.Is(err, tenancy.ErrUnauthenticated):
+		return kubeapi.User{}, kubeapi.ErrUnauthenticated
+	case errors.Is(err, tenancy.ErrNotFound):
+		return kubeapi.User{}, kubeapi.ErrClusterNotFound
+	case err != nil:
+		return kubeapi.User{}, err
+	}
+	return kubeapi.User{Name: acc.Email, UID: acc.UserID,
+		Groups: []string{"system:authenticated", teamGroupPrefix + acc.Role}}, nil
+}
+
+// rbacAuthorizer is the Kubernetes API's authorizer: system:masters, then RBAC.
+type rbacAuthorizer struct{ a *rbac.Authorizer }
+
+func (r *rbacAuthorizer) Authorize(ctx context.Context, at kubeapi.Attributes) (bool, string, error) {
+	if slices.Contains(at.User.Groups, mastersGroup) {
+		return true, "", nil
+	}
+	d, err := r.a.Authorize(ctx, rbac.Request{Cluster: at.Cluster, User: at.User.Name, Groups: at.User.Groups,
+		Verb: at.Verb, Namespace: at.Namespace, Group: at.Group, Resource: at.Resource, Subresource: at.Subresource,
+		Name: at.Name, Path: at.Path})
+	return d.Allowed, d.Reason, err
+}
+
+// escalationCheck refuses RBAC objects granting more than their writer holds.
+type escalationCheck struct{ r *rbacAuthorizer }
+
+func (e escalationCheck) Admit(ctx context.Context, req kubeapi.AdmissionRequest) error {
+	if req.Resource.GVK.Group != rbacv1.GroupName {
+		return nil
+	}
+	return e.r.a.CheckEscalation(ctx, rbac.Caller{Cluster: req.Cluster, User: req.User.Name, Groups: req.User.Groups}, req.Object)
+}
+
+// rulesResolver answers SelfSubjectRulesReview.
+type rulesResolver struct{ r *rbacAuthorizer }
+
+func (rr rulesResolver) Rules(ctx context.Context, cluster string, u kubeapi.User, namespace string) ([]rbacv1.PolicyRule, error) {
+	if slices.Contains(u.Groups, mastersGroup) {
+		return []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+			{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}, nil
+	}
+	return rr.r.a.Rules(ctx, cluster, u.Name, u.Groups, namespace)
+}
+
+// clusterObjects are the built-in RBAC objects every cluster starts with.
+func clusterObjects() []runtime.Object {
+	d := rbac.BootstrapDefaults()
+	var out []runtime.Object
+	for i := range d.ClusterRoles {
+		out = append(out, &d.ClusterRoles[i])
+	}
+	for i := range d.ClusterRoleBindings {
+		out = append(out, &d.ClusterRoleBindings[i])
+	}
+	for i := range d.Roles {
+		out = append(out, &d.Roles[i])
+	}
+	for i := range d.RoleBindings {
+		out = append(out, &d.RoleBindings[i])
+	}
+	return out
+}
