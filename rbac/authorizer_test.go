@@ -184,7 +184,9 @@ func TestChangesApplyToTheNextDecision(t *testing.T) {
 	if decide(t, a, req).Allowed {
 		t.Fatal("allowed before any binding")
 	}
-	src.change("c1", func(o *Objects) { o.ClusterRoleBindings = []*rbacv1.ClusterRoleBinding{crb("b", "reader", user("dana"))} })
+	src.change("c1", func(o *Objects) {
+		o.ClusterRoleBindings = []*rbacv1.ClusterRoleBinding{crb("b", "reader", user("dana"))}
+	})
 	if !decide(t, a, req).Allowed {
 		t.Fatal("a new binding did not apply to the next decision")
 	}
@@ -213,7 +215,9 @@ func TestClustersAreSeparate(t *testing.T) {
 			o.ClusterRoles = []*rbacv1.ClusterRole{clusterRole("admin", rule(l("*"), l("*"), l("*")))}
 		})
 	}
-	src.change("c1", func(o *Objects) { o.ClusterRoleBindings = []*rbacv1.ClusterRoleBinding{crb("b", "admin", user("erin"))} })
+	src.change("c1", func(o *Objects) {
+		o.ClusterRoleBindings = []*rbacv1.ClusterRoleBinding{crb("b", "admin", user("erin"))}
+	})
 	a := newTestAuthorizer(t, src)
 	req := Request{User: "erin", Verb: "delete", Namespace: "n", Resource: "pods"}
 	if !decide(t, a, req).Allowed {

@@ -38,7 +38,7 @@ type snapshot struct {
 
 type link struct{ subject, domain, role string }
 
-func clusterRoleKey(name string) string    { return "ClusterRole:" + name }
+func clusterRoleKey(name string) string     { return "ClusterRole:" + name }
 func roleKey(namespace, name string) string { return "Role:" + namespace + "/" + name }
 func userSubject(name string) string        { return "user:" + name }
 func groupSubject(name string) string       { return "group:" + name }

@@ -95,7 +95,9 @@ func newRoleEnforcer(rules []rbacv1.PolicyRule) (*roleEnforcer, error) {
 	e.EnableLog(false)
 	e.AddFunction("listHas", listFunc(func(list, v string) bool { return anyField(list, func(x string) bool { return x == "*" || x == v }) }))
 	e.AddFunction("resourceMatch", listFunc(resourceMatches))
-	e.AddFunction("nameMatch", listFunc(func(names, name string) bool { return names == "" || anyField(names, func(x string) bool { return x == name }) }))
+	e.AddFunction("nameMatch", listFunc(func(names, name string) bool {
+		return names == "" || anyField(names, func(x string) bool { return x == name })
+	}))
 	e.AddFunction("urlMatch", listFunc(urlMatches))
 	var lines [][]string
 	for _, r := range rules {
