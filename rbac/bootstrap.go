@@ -639,8 +639,7 @@ func builtinControllerRoles() []rbacv1.ClusterRole {
 			may("get", "create", "delete", "update", "patch").in(apiGroupCore).on("pods"),
 			may("get", "list", "watch", "create", "delete", "update", "patch").in(apiGroupApps).
 				on("controllerrevisions"),
-			may("get", "create").in(apiGroupCore).on("persistentvolumeclaims"),
-			may("list", "watch").in(apiGroupCore).on("persistentvolumeclaims"),
+			may("get", "list", "watch", "create").in(apiGroupCore).on("persistentvolumeclaims"),
 			may("update", "delete").in(apiGroupCore).on("persistentvolumeclaims"),
 			may("update").in(apiGroupCore).on("pods/finalizers"),
 			mayRecordEvents(),
