@@ -13,7 +13,7 @@ DATA_DIR  ?= ./.wheelhouse
 TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run kubectl test lint bench perf clean
+.PHONY: help build run kubectl test lint bench perf perf-api clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -44,13 +44,17 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: ## Go benchmarks of the store and the Kubernetes API (real PostgreSQL)
+bench: ## Go benchmarks of the store, the Kubernetes API and RBAC (real PostgreSQL)
 	@scripts/ensure-postgres.sh
-	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/... ./server/kubeapi/
+	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/... ./server/kubeapi/ ./rbac/
 
 perf: ## Side-by-side perf harness (store vs etcd vs kine); writes docs/perf.md
 	@scripts/ensure-postgres.sh
 	cd perf && $(GO) run ./cmd/storeperf --out ../docs/perf.md --json results/perf.json
+
+perf-api: ## Kubernetes API perf harness (watch cache on vs off); writes its section of docs/perf.md
+	@scripts/ensure-postgres.sh
+	cd perf && $(GO) run ./cmd/apiperf --out ../docs/perf.md --json results/api.json
 
 clean: ## Remove build output (not the data directory)
 	rm -rf bin

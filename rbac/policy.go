@@ -28,9 +28,10 @@ const clusterWide = "*"
 // snapshot is the immutable policy of one cluster at one Version.
 type snapshot struct {
 	version Version
-	// bindings: subject ("user:alice", "group:devs") → role key ("ClusterRole:view", "Role:ns/name") in a
-	// domain (the namespace of a RoleBinding, clusterWide for a ClusterRoleBinding).
-	bindings *defaultrolemanager.DomainManager
+	// bindings: per domain (the namespace of a RoleBinding, clusterWide for a ClusterRoleBinding), a Casbin
+	// role manager linking subjects ("user:alice", "group:devs") to role keys ("ClusterRole:view",
+	// "Role:ns/name"). A domain without bindings has no entry, so most namespaces cost one map miss.
+	bindings map[string]*defaultrolemanager.RoleManagerImpl
 	roles    map[string]*roleEnforcer // by role key
 	// why names the binding behind each (subject, domain, role) link, for the decision's reason.
 	why map[link]string
@@ -65,7 +66,7 @@ func subjectKey(s rbacv1.Subject, bindingNamespace string) (string, bool) {
 
 // buildSnapshot turns a cluster's objects into its policy.
 func buildSnapshot(objs Objects, v Version) (*snapshot, error) {
-	s := &snapshot{version: v, bindings: defaultrolemanager.NewDomainManager(1), roles: map[string]*roleEnforcer{},
+	s := &snapshot{version: v, bindings: map[string]*defaultrolemanager.RoleManagerImpl{}, roles: map[string]*roleEnforcer{},
 		why: map[link]string{}}
 	for _, cr := range objs.ClusterRoles {
 		re, err := enforcerFor(clusterRoleRules(cr, objs.ClusterRoles))
@@ -103,7 +104,12 @@ func (s *snapshot) bind(subjects []rbacv1.Subject, bindingNamespace, domain, rol
 		if !ok {
 			continue
 		}
-		_ = s.bindings.AddLink(key, role, domain) // only fails on a hierarchy deeper than one: impossible here
+		rm := s.bindings[domain]
+		if rm == nil {
+			rm = defaultrolemanager.NewRoleManagerImpl(1)
+			s.bindings[domain] = rm
+		}
+		_ = rm.AddLink(key, role) // cannot fail: links are one level deep
 		l := link{key, domain, role}
 		if _, dup := s.why[l]; !dup {
 			s.why[l] = name
@@ -186,9 +192,13 @@ func (s *snapshot) roleKeysFor(subjects []string, namespace string, f func(role,
 	if namespace != "" {
 		domains = append(domains, namespace)
 	}
-	for _, subj := range subjects {
-		for _, d := range domains {
-			roles, _ := s.bindings.GetRoles(subj, d)
+	for _, d := range domains {
+		rm := s.bindings[d]
+		if rm == nil {
+			continue
+		}
+		for _, subj := range subjects {
+			roles, _ := rm.GetRoles(subj)
 			for _, r := range roles {
 				if !f(r, s.why[link{subj, d, r}]) {
 					return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/casbin/casbin/v2"
 	"github.com/casbin/casbin/v2/model"
@@ -35,7 +36,21 @@ const listSep = "\x1f"
 type roleEnforcer struct {
 	rules []rbacv1.PolicyRule // read-only
 	e     *casbin.Enforcer    // never modified after construction: safe for concurrent Enforce
+	// named: some rule lists resourceNames, so the object name is part of the question.
+	named bool
+	// memo remembers answers. The rules never change (a changed role gets a new enforcer), so an answer can
+	// never go stale: this is a pure function's memo, not a cache to invalidate. Bounded by maxMemo.
+	memo     sync.Map // memoKey → bool
+	memoSize atomic.Int64
 }
+
+type memoKey struct{ verb, group, resource, name, path string }
+
+// memoEnabled is false only in the benchmark that measures Casbin's evaluation without the memo.
+var memoEnabled = true
+
+// maxMemo bounds each role's memo (names make the key space open-ended when resourceNames are used).
+const maxMemo = 8192
 
 // allows reports whether the rules allow the request.
 func (r *roleEnforcer) allows(req Request) bool {
@@ -43,8 +58,23 @@ func (r *roleEnforcer) allows(req Request) bool {
 	if req.Subresource != "" {
 		resource += "/" + req.Subresource
 	}
+	k := memoKey{req.Verb, req.Group, resource, "", req.Path}
+	if r.named {
+		k.name = req.Name
+	}
+	if v, ok := r.memo.Load(k); ok && memoEnabled {
+		return v.(bool)
+	}
 	ok, err := r.e.Enforce(req.Verb, req.Group, resource, req.Name, req.Path)
-	return err == nil && ok
+	if err != nil {
+		return false // a matcher error refuses; it is not remembered
+	}
+	if r.memoSize.Load() < maxMemo {
+		if _, loaded := r.memo.LoadOrStore(k, ok); !loaded {
+			r.memoSize.Add(1)
+		}
+	}
+	return ok
 }
 
 // enforcers shares role enforcers between roles with equal rules (the built-in roles of every cluster). The
@@ -110,7 +140,11 @@ func newRoleEnforcer(rules []rbacv1.PolicyRule) (*roleEnforcer, error) {
 			return nil, fmt.Errorf("rbac: role rules: %w", err)
 		}
 	}
-	return &roleEnforcer{rules: rules, e: e}, nil
+	re := &roleEnforcer{rules: rules, e: e}
+	for _, r := range rules {
+		re.named = re.named || len(r.ResourceNames) > 0
+	}
+	return re, nil
 }
 
 // join encodes a list as one policy value: each element preceded by listSep, so that the empty list ("") and

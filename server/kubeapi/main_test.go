@@ -62,6 +62,7 @@ func (mastersAuthorizer) Authorize(_ context.Context, a Attributes) (bool, strin
 type testEnv struct {
 	api      *API
 	store    *store.Store
+	dbURL    string // the database, for a second "process" (another store and API on it)
 	url      string
 	srv      *httptest.Server
 	mu       sync.Mutex   // guards watchRVs
@@ -76,10 +77,12 @@ func newTestEnvTB(t testing.TB, mutate ...func(*Config)) *testEnv {
 	return newTestEnvStore(t, store.Config{PollInterval: 50 * time.Millisecond, ProgressInterval: 100 * time.Millisecond}, mutate...)
 }
 
-// newTestEnvStore is newTestEnv with a chosen store configuration (its URL is filled in).
+// newTestEnvStore is newTestEnv with a chosen store configuration (without a URL: a fresh database).
 func newTestEnvStore(t testing.TB, scfg store.Config, mutate ...func(*Config)) *testEnv {
 	t.Helper()
-	scfg.URL = pgtest.NewDatabase(t)
+	if scfg.URL == "" {
+		scfg.URL = pgtest.NewDatabase(t)
+	}
 	st, err := store.Open(t.Context(), scfg)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +105,7 @@ func newTestEnvStore(t testing.TB, scfg store.Config, mutate ...func(*Config)) *
 	}
 	e := echo.New()
 	api.Register(e)
-	env := &testEnv{api: api, store: st}
+	env := &testEnv{api: api, store: st, dbURL: scfg.URL}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if q := r.URL.Query(); r.Method == http.MethodGet && (q.Get("watch") == "" || q.Get("sendInitialEvents") == "true") {
 			env.reads.Add(1)

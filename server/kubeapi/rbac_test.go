@@ -1,0 +1,124 @@
+package kubeapi
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/wheelhouse-dev/wheelhouse/rbac"
+	"github.com/wheelhouse-dev/wheelhouse/store"
+)
+
+// realRBAC authorizes through rbac.Authorizer on the API's own watch cache (system:masters passes), as the
+// server does; a bound after the API exists.
+type realRBAC struct{ a *rbac.Authorizer }
+
+func (r *realRBAC) Authorize(ctx context.Context, at Attributes) (bool, string, error) {
+	if slices.Contains(at.User.Groups, "system:masters") {
+		return true, "", nil
+	}
+	d, err := r.a.Authorize(ctx, rbac.Request{Cluster: at.Cluster, User: at.User.Name, Groups: at.User.Groups, Verb: at.Verb,
+		Namespace: at.Namespace, Group: at.Group, Resource: at.Resource, Subresource: at.Subresource, Name: at.Name, Path: at.Path})
+	return d.Allowed, d.Reason, err
+}
+
+func rbacDefaults() []runtime.Object {
+	d := rbac.BootstrapDefaults()
+	var out []runtime.Object
+	for i := range d.ClusterRoles {
+		out = append(out, &d.ClusterRoles[i])
+	}
+	for i := range d.ClusterRoleBindings {
+		out = append(out, &d.ClusterRoleBindings[i])
+	}
+	return out
+}
+
+// newRBACEnv is a test API (on dbURL, or a fresh database) whose authorizer is the real RBAC one.
+func newRBACEnv(t testing.TB, dbURL string) (*testEnv, *realRBAC) {
+	t.Helper()
+	authz := &realRBAC{}
+	env := newTestEnvStore(t, store.Config{URL: dbURL, PollInterval: 50 * time.Millisecond, ProgressInterval: 100 * time.Millisecond},
+		func(c *Config) { c.Authorizer, c.ClusterObjects = authz, rbacDefaults })
+	src, err := env.api.RBACSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authz.a, err = rbac.New(rbac.Config{Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	return env, authz
+}
+
+var readPods = rbac.Request{Cluster: "c1", User: "carl", Verb: "get", Namespace: "default", Resource: "pods"}
+
+func allowedNow(t testing.TB, a *realRBAC, req rbac.Request) bool {
+	t.Helper()
+	d, err := a.a.Authorize(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Allowed
+}
+
+func bindViewer(t testing.TB, env *testEnv, name, user string) {
+	t.Helper()
+	_, err := env.clientTB(t, "c1").RbacV1().RoleBindings("default").Create(context.Background(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRBACChangeReachesSecondProcess: a binding written through one server process applies in the same process
+// as soon as the write returns, and in another process (its own store, watch hub and cache on the same
+// database) once its hub has read the change; a deleted binding likewise stops applying.
+func TestRBACChangeReachesSecondProcess(t *testing.T) {
+	a, authzA := newRBACEnv(t, "")
+	_, authzB := newRBACEnv(t, a.dbURL)
+	if allowedNow(t, authzA, readPods) || allowedNow(t, authzB, readPods) {
+		t.Fatal("allowed before any binding")
+	}
+	bindViewer(t, a, "carl-view", "carl")
+	if !allowedNow(t, authzA, readPods) {
+		t.Fatal("the writing process did not apply its own binding before answering the write")
+	}
+	pollUntil(t, func() bool { return allowedNow(t, authzB, readPods) })
+	if err := a.clientTB(t, "c1").RbacV1().RoleBindings("default").Delete(context.Background(), "carl-view", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if allowedNow(t, authzA, readPods) {
+		t.Fatal("the writing process still applies a binding it deleted")
+	}
+	pollUntil(t, func() bool { return !allowedNow(t, authzB, readPods) })
+}
+
+// BenchmarkRBACPropagation is the time from a binding's write in one process to its enforcement in another.
+func BenchmarkRBACPropagation(b *testing.B) {
+	a, _ := newRBACEnv(b, "")
+	_, authzB := newRBACEnv(b, a.dbURL)
+	var lat []time.Duration
+	for i := 0; b.Loop(); i++ {
+		user := "user-" + itoa(i)
+		req := readPods
+		req.User = user
+		t0 := time.Now()
+		bindViewer(b, a, "bind-"+itoa(i), user)
+		for !allowedNow(b, authzB, req) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1e3, "p99-ms")
+}
+
+func itoa(i int) string { return revString(int64(i)) }
