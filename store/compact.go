@@ -102,3 +102,28 @@ func (s *Store) compactTick(ctx context.Context, now time.Time, samples []revSam
 	}
 	return samples[i-1:] // keep the sample we compacted to; older ones are useless
 }
+
+// deleteClusterChunk bounds the rows one statement of DeleteCluster removes.
+const deleteClusterChunk = 5000
+
+// DeleteCluster removes every object of cluster and its history, in chunks, without events: the cluster is
+// gone (the platform deleted it), so nobody may read or watch it any more. Watches of it that are open see no
+// further events; their clients get 404 on their next request. It is idempotent.
+func (s *Store) DeleteCluster(ctx context.Context, cluster string) error {
+	if cluster == "" {
+		return fmt.Errorf("delete cluster: a cluster is required: %w", ErrInvalid)
+	}
+	for _, table := range []string{"objects", "history"} {
+		q := `DELETE FROM ` + table + ` WHERE ctid IN (SELECT ctid FROM ` + table + ` WHERE cluster = $1 LIMIT $2)`
+		for {
+			tag, err := s.pool.Exec(ctx, q, cluster, deleteClusterChunk)
+			if err != nil {
+				return translate("delete cluster", nil, err)
+			}
+			if tag.RowsAffected() < deleteClusterChunk {
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -148,4 +149,34 @@ func TestBatchedOpsOnOneKeyAreSequential(t *testing.T) {
 	} else if creates != deletes {
 		t.Fatalf("%d creates, %d deletes, key absent", creates, deletes)
 	}
+}
+
+func TestDeleteCluster(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	for i := range 12 {
+		mustCreate(t, s, key("gone", "ns", fmt.Sprint("o", i)), "x")
+	}
+	kept := mustCreate(t, s, key("kept", "ns", "a"), "x")
+	if _, err := s.Update(ctx, key("gone", "ns", "o1"), []byte("y"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCluster(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCluster(ctx, "gone"); err != nil {
+		t.Fatalf("second DeleteCluster: %v", err)
+	}
+	res, err := s.List(ctx, ListOptions{Cluster: "gone", Resource: "pods"})
+	if err != nil || len(res.Items) != 0 {
+		t.Fatalf("objects left in a deleted cluster: %v %v", res.Items, err)
+	}
+	var history int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM history WHERE cluster = 'gone'").Scan(&history); err != nil || history != 0 {
+		t.Fatalf("%d history rows left (%v)", history, err)
+	}
+	if got, err := s.Get(ctx, kept.Key); err != nil || got.Revision != kept.Revision {
+		t.Fatalf("another cluster's object: %+v %v", got, err)
+	}
+	wantErr(t, s.DeleteCluster(ctx, ""), ErrInvalid)
 }

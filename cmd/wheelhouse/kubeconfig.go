@@ -15,10 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeconfig"
 	"github.com/wheelhouse-dev/wheelhouse/server/servingcert"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 )
@@ -128,7 +126,7 @@ func writeKubeconfig(ctx context.Context, cfg kubeconfigConfig, out io.Writer, n
 	if err != nil {
 		return err
 	}
-	b, err := kubeconfigYAML(cfg.Cluster, cfg.serverURL(), token, ca)
+	b, err := kubeconfig.Build(cfg.Cluster, cfg.serverURL(), token, ca)
 	if err != nil {
 		return err
 	}
@@ -172,22 +170,6 @@ func mintToken(ctx context.Context, cfg kubeconfigConfig, now time.Time) (string
 		return "", fmt.Errorf("create token: %w", err)
 	}
 	return token, nil
-}
-
-// kubeconfigYAML is a kubeconfig with one cluster, user and context, all named wheelhouse-<cluster>, encoded
-// like clientcmd.Write does.
-func kubeconfigYAML(cluster, server, token string, ca []byte) ([]byte, error) {
-	name := "wheelhouse-" + cluster
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	cfg.CurrentContext = name
-	b, err := runtime.Encode(clientcmdlatest.Codec, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("encode kubeconfig: %w", err)
-	}
-	return b, nil
 }
 
 // embeddedDatabaseURL is the unix-socket URL of the PostgreSQL that `wheelhouse server` runs in

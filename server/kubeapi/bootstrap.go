@@ -47,6 +47,24 @@ func (a *API) EnsureCluster(ctx context.Context, cluster string) error {
 	return a.ensureKubernetesService(ctx, cluster)
 }
 
+// DeleteClusterObjects removes every object of a deleted cluster from the store and drops what this process
+// caches of it. Storage must be able to (as *store.Store is).
+func (a *API) DeleteClusterObjects(ctx context.Context, cluster string) error {
+	d, ok := a.cfg.Storage.(interface {
+		DeleteCluster(ctx context.Context, cluster string) error
+	})
+	if !ok {
+		return errors.New("kubeapi: the storage cannot delete a cluster")
+	}
+	if err := d.DeleteCluster(ctx, cluster); err != nil {
+		return fmt.Errorf("kubeapi: delete the objects of cluster %s: %w", cluster, err)
+	}
+	if a.cache != nil {
+		a.cache.DropCluster(cluster)
+	}
+	return nil
+}
+
 // ensureKubernetesService creates default/kubernetes at the first address of the service range: the in-cluster
 // name of the API (its endpoints follow the server in the agent issue).
 func (a *API) ensureKubernetesService(ctx context.Context, id string) error {

@@ -163,6 +163,22 @@ func (c *Cache) drop(col *Collection) {
 	c.mu.Unlock()
 }
 
+// DropCluster drops every collection of cluster (a deleted cluster); their watches end with ErrReset.
+func (c *Cache) DropCluster(cluster string) {
+	c.mu.Lock()
+	var drop []*Collection
+	for k, col := range c.cols {
+		if k.Cluster == cluster {
+			drop = append(drop, col)
+			delete(c.cols, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, col := range drop {
+		col.fail(ErrReset)
+	}
+}
+
 // Len is how many collections are live.
 func (c *Cache) Len() int {
 	c.mu.Lock()
