@@ -71,14 +71,14 @@ func buildSnapshot(objs Objects, v Version) (*snapshot, error) {
 	for _, cr := range objs.ClusterRoles {
 		re, err := enforcerFor(clusterRoleRules(cr, objs.ClusterRoles))
 		if err != nil {
-			return nil, fmt.Errorf("ClusterRole %s: %w", cr.Name, err)
+			return nil, fmt.Errorf("cluster role %s: %w", cr.Name, err)
 		}
 		s.roles[clusterRoleKey(cr.Name)] = re
 	}
 	for _, r := range objs.Roles {
 		re, err := enforcerFor(r.Rules)
 		if err != nil {
-			return nil, fmt.Errorf("Role %s/%s: %w", r.Namespace, r.Name, err)
+			return nil, fmt.Errorf("role %s/%s: %w", r.Namespace, r.Name, err)
 		}
 		s.roles[roleKey(r.Namespace, r.Name)] = re
 	}

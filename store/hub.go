@@ -166,16 +166,23 @@ func (h *hub) dispatch(from int64, evs []Event, compacted, current int64) {
 	}
 	h.compacted = max(h.compacted, compacted)
 	if from < compacted {
-		// We were cut off for longer than the retention and history we never read is gone: nobody here can
-		// be served exactly any more. Watchers resume from their last revision and get ErrCompacted (410).
-		h.s.log.Error("watch hub fell behind compaction; closing every watcher", "at", from, "compacted", compacted)
+		// History in (from, compacted] that we never read may be gone: a watcher that needs events from there
+		// cannot be served exactly any more and is closed with ErrCompacted (its client resumes: 410). A watcher
+		// that asked for events after a revision at or above the compaction needs none of them and carries on
+		// with the events below, which all survive compaction.
+		closed := 0
 		for w := range h.watchers {
-			w.kill(ErrCompacted)
-			delete(h.watchers, w)
-			delete(h.progress, w)
+			if w.opts.Revision < compacted {
+				w.kill(ErrCompacted)
+				delete(h.watchers, w)
+				delete(h.progress, w)
+				closed++
+			}
 		}
-		h.last = current
-		return
+		if closed > 0 {
+			h.s.log.Error("watch hub fell behind compaction; closed the watchers it can no longer serve",
+				"at", from, "compacted", compacted, "closed", closed)
+		}
 	}
 	for _, ev := range evs {
 		for w := range h.watchers {

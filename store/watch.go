@@ -57,7 +57,9 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	w := &Watcher{opts: opts, store: s, limit: s.cfg.WatchBuffer, signal: make(chan struct{}, 1), out: make(chan Event),
 		stopCh: make(chan struct{}), killCh: make(chan struct{})}
 	w.start = s.hub.add(w)
-	if opts.Revision != 0 && opts.Revision < w.start {
+	// Below the hub's position history must be checked for compaction; so must a revision below a compaction
+	// this process knows of, even while the hub has not caught up with it yet.
+	if opts.Revision != 0 && (opts.Revision < w.start || opts.Revision < s.hub.knownCompacted()) {
 		var compacted int64
 		if err := s.pool.QueryRow(ctx, "SELECT rev FROM wh_compact WHERE id = 1").Scan(&compacted); err != nil {
 			s.hub.remove(w)

@@ -124,9 +124,7 @@ func TestWatchBookmarks(t *testing.T) {
 }
 
 func TestSlowWatcherIsClosedAndOthersContinue(t *testing.T) {
-	// The buffer leaves the fast watcher room for scheduling hiccups on a loaded machine; the slow one, which
-	// never reads, overflows it whatever the load.
-	s := openTest(t, func(c *Config) { c.WatchBuffer = 64 })
+	s := openTest(t, func(c *Config) { c.WatchBuffer = 16 })
 	ctx := t.Context()
 	slow, err := s.Watch(ctx, WatchOptions{Cluster: "c1"})
 	if err != nil {
@@ -137,25 +135,19 @@ func TestSlowWatcherIsClosedAndOthersContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fast.Stop()
-	received := make(chan int64, 256)
-	go func() {
-		for ev := range fast.Events() {
-			received <- ev.Revision()
-		}
-		close(received)
-	}()
-	var last int64
-	for i := range 200 {
-		last = mustCreate(t, s, key("c1", "ns", fmt.Sprintf("p%d", i)), "x").Revision
-	}
-	for got := int64(0); got != last; {
+	// Lockstep: each write waits until the fast watcher has it, so its backlog never exceeds one event whatever
+	// the machine's load, while the slow one, which never reads, overflows its 16-event buffer.
+	for i := range 40 {
+		o := mustCreate(t, s, key("c1", "ns", fmt.Sprintf("p%d", i)), "x")
 		select {
-		case r, ok := <-received:
+		case ev, ok := <-fast.Events():
 			if !ok {
 				t.Fatalf("fast watcher closed: %v", fast.Err())
 			}
-			got = r
-		case <-time.After(10 * time.Second):
+			if ev.Revision() != o.Revision {
+				t.Fatalf("fast watcher got %d, want %d", ev.Revision(), o.Revision)
+			}
+		case <-time.After(20 * time.Second):
 			t.Fatal("fast watcher stalled")
 		}
 	}
@@ -165,7 +157,7 @@ func TestSlowWatcherIsClosedAndOthersContinue(t *testing.T) {
 		n++
 	}
 	wantErr(t, slow.Err(), ErrWatcherSlow)
-	if n >= 200 {
+	if n >= 40 {
 		t.Fatalf("slow watcher delivered all %d events; expected it to be cut off", n)
 	}
 }

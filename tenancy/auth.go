@@ -93,8 +93,8 @@ func (s *Store) Tokens(ctx context.Context, userID string) ([]Token, error) {
 	return tokens, nil
 }
 
-// RevokeToken revokes token id. It takes effect at once in this Store and within Config.CacheTTL in other
-// processes. Revoking a revoked token does nothing; an unknown id is ErrNotFound.
+// RevokeToken revokes token id. It takes effect at once in this Store and, unless Config.TokenCacheTTL is set,
+// in other processes. Revoking a revoked token does nothing; an unknown id is ErrNotFound.
 func (s *Store) RevokeToken(ctx context.Context, id string) error {
 	if !validUUID(id) {
 		return fmt.Errorf("tenancy: token %q: %w", id, ErrNotFound)
@@ -114,7 +114,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string) error {
 
 // Authenticate returns the principal of bearer, the token from an "Authorization: Bearer" header. A malformed
 // token (wrong length, or a "whp_" token with a bad checksum) is rejected without a query; an unknown, revoked or
-// expired token, or a disabled user, is ErrUnauthenticated too. Successes are cached for Config.CacheTTL (see
+// expired token, or a disabled user, is ErrUnauthenticated too. Successes are cached for Config.TokenCacheTTL (see
 // the package documentation for what that delays). A database failure is ErrUnavailable or ErrInternal, never
 // ErrUnauthenticated.
 func (s *Store) Authenticate(ctx context.Context, bearer string) (*Principal, error) {

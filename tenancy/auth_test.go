@@ -85,10 +85,22 @@ func TestMalformedTokenNeedsNoDatabase(t *testing.T) {
 	wantErr(t, err, ErrClosed)
 }
 
+// TestAuthenticateReadsTheDatabase: by default nothing is cached, so a revocation by another process applies
+// to the very next call.
+func TestAuthenticateReadsTheDatabase(t *testing.T) {
+	db := newTestDB(t)
+	s, res := withAdminToken(t, db, newFakeClock())
+	p := mustAuth(t, s, res.Token)
+	db.exec(t, "UPDATE api_tokens SET revoked_at = now() WHERE id = $1", p.TokenID)
+	_, err := s.Authenticate(t.Context(), res.Token)
+	wantErr(t, err, ErrUnauthenticated)
+}
+
 func TestAuthenticateCache(t *testing.T) {
 	db := newTestDB(t)
 	clock := newFakeClock()
-	s, res := withAdminToken(t, db, clock)
+	s := db.open(t, clock, func(c *Config) { c.TokenCacheTTL = 10 * time.Second })
+	res := bootstrap(t, s, BootstrapConfig{})
 	p := mustAuth(t, s, res.Token)
 
 	// Revoked by another replica: the cached principal stays valid until the TTL passes.
@@ -209,6 +221,9 @@ func TestPrincipalAdmin(t *testing.T) {
 			if err := db.conn.QueryRow(t.Context(), "INSERT INTO users (email) VALUES ($1) RETURNING id::text",
 				role+"@example.com").Scan(&id); err != nil {
 				t.Fatal(err)
+			}
+			if role == RoleOwner { // a team has one owner (memberships_one_owner)
+				db.exec(t, "UPDATE memberships SET role = 'admin' WHERE team_id = $1 AND role = 'owner'", DefaultTeam)
 			}
 			db.exec(t, "INSERT INTO memberships (team_id, user_id, role) VALUES ($1, $2, $3)", DefaultTeam, id, role)
 			tok, _, err := s.CreateToken(t.Context(), id, "t", time.Time{})

@@ -1,12 +1,48 @@
 // Package tenancy keeps Wheelhouse's tenants and identities in PostgreSQL: teams, the clusters they own, users,
-// their memberships (owner / admin / member / viewer) and API tokens. It authenticates bearer tokens, hashes
-// passwords, and bootstraps a fresh installation. The schema is migrations/00002_tenancy.sql.
+// their memberships (owner / admin / member / viewer), API tokens, invitations, node join tokens and the audit
+// log. It authenticates bearer tokens and join tokens, hashes passwords, and bootstraps a fresh installation.
+// The schema is migrations/00002_tenancy.sql and migrations/00004_platform.sql.
 //
 // # Identifiers
 //
 // Team and cluster ids are DNS labels (ValidID) and never change: a cluster id is the <id> of the cluster's
 // Kubernetes URL prefix /clusters/<id>/ and the cluster column of every stored object. User and token ids are
-// UUIDs. Emails are compared case-insensitively (NormalizeEmail).
+// UUIDs. Emails are compared case-insensitively (NormalizeEmail). An id that is not of its form is ErrNotFound
+// without a query when it names something to read or change, ErrInvalid when it names something to create.
+// Lists under a parent (Members, ClustersOf, Invitations, JoinTokens) are ErrNotFound for an unknown parent and
+// an empty, non-nil slice for a parent without children. Times come from Config.Now.
+//
+// # Teams and members
+//
+// CreateTeam makes its caller the owner. A team has exactly one owner at all times: a partial unique index
+// (memberships_one_owner) allows at most one, and the owner can be neither removed nor given another role
+// (ErrConflict); ownership moves only by TransferOwnership, which demotes the owner to admin and promotes an
+// existing, enabled member in one transaction. Membership changes of a team take a lock on its row (FOR NO KEY
+// UPDATE), so concurrent transfers, role changes and removals apply one after another; the row lock does not
+// block inserts that only reference the team. DeleteTeam cascades to memberships, invitations, clusters and
+// their join tokens and returns the cluster ids, whose objects the caller removes from the object store.
+// Team and cluster names are 1 to MaxNameLen bytes of UTF-8 without control characters, not blank.
+//
+// Changes that alter Principal.Admin (roles, removals, transfers, new members, deleted teams, disabled users)
+// drop the affected cached principals of this Store at once (only relevant with Config.TokenCacheTTL set).
+//
+// # Users
+//
+// CreateUser takes an email that looks like local@domain (at most MaxEmailLen bytes) and an optional password
+// (MinPasswordLen to 1024 bytes, argon2id-hashed). SetPassword and disabling a user (SetDisabled) delete all the
+// user's browser sessions.
+//
+// # Invitations
+//
+// An invitation token is "whi_" + 30 base62 characters from crypto/rand + a 6-character checksum, the format of
+// API tokens with its own prefix; only its SHA-256 is stored and the plaintext is returned once. An invitation
+// is pending until accepted, revoked or expired (DefaultInvitationTTL, at most MaxInvitationTTL). A team has at
+// most one pending invitation per email, and none for an email that already belongs to a member (ErrConflict;
+// checked under the team lock). InvitationByToken, AcceptInvitation and AcceptInvitationNewUser answer
+// ErrNotFound for every token that is not pending, whatever the reason. Acceptance locks the invitation row
+// (after a key-share lock on the team, the order DeleteTeam locks in), so a token is used once however many
+// requests race for it; the accepting user must have the invitation's email. AcceptInvitationNewUser creates
+// the user (with a required password) and the membership in one transaction.
 //
 // # API tokens
 //
@@ -21,19 +57,46 @@
 //
 //   - Authenticate fails with ErrUnauthenticated for a malformed, unknown, revoked or expired token and for a
 //     disabled user; it tells no caller which of these it was (the wrapped message does, for logs).
-//   - A successful lookup is cached in the process for Config.CacheTTL (default 10 s, at most Config.CacheSize
-//     entries), so most API requests do not touch the database. Consequently a revocation, a disabled user or a
-//     changed membership made by another replica (or directly in the database) takes effect within CacheTTL.
-//     RevokeToken on the same Store takes effect at once. A token's own expiry is checked on every call, cached
-//     or not.
+//   - By default every call reads the database (one indexed lookup), so a revocation, an expiry, a disabled user
+//     or a changed membership made by any replica applies to the next request. Config.TokenCacheTTL > 0 caches
+//     successes in the process instead (at most Config.CacheSize entries): changes made elsewhere then take
+//     effect within the TTL; RevokeToken on the same Store still applies at once, and a token's own expiry is
+//     checked on every call, cached or not.
+//   - AuthenticateCluster is never cached: it also returns the caller's role in the team owning a cluster, the
+//     input of every Kubernetes API decision.
 //   - last_used_at is written at most once a minute per token (across replicas), never on a cache hit.
-//   - Principal.Admin means "owner or admin of the default team"; per-team authorization comes later.
+//   - Principal.Admin means "owner or admin of the default team".
 //
 // # Clusters
 //
 // Cluster is cached like tokens (positive results only, same TTL), for the per-request existence check of the
-// Kubernetes API: a deleted cluster may still be served for up to CacheTTL. An id that is not a DNS label is
-// ErrNotFound without a query. Clusters always reads the database.
+// Kubernetes API: a deleted cluster may still be served for up to CacheTTL by other processes; DeleteCluster,
+// DeleteTeam and CreateCluster drop the id from this Store's cache at once. An id that is not a DNS label is
+// ErrNotFound without a query. Clusters, ClustersOf and the other calls always read the database.
+//
+// CreateCluster takes a service and a pod network, IPv4 prefixes in canonical form (no host bits), /8 to /28
+// and /8 to /24, that must not overlap; empty ones are DefaultServiceCIDR and DefaultPodCIDR (the schema's
+// defaults). Cluster ids are unique across teams, names within a team (ErrConflict).
+//
+// # Join tokens
+//
+// A join token lets nodes join one cluster: "K10" + the lower-case hex SHA-256 of the cluster CA certificate
+// (DER; may be empty: no pin) + "::" + a 6-character public id ([a-z0-9]) + "." + a 32-character base62 secret
+// from crypto/rand (about 190 bits), as k3s's secure tokens, so a node can check the server's CA before it
+// sends the secret. Only the secret's SHA-256 is stored; the token is returned once. UseJoinToken checks and
+// counts a use in one UPDATE (secret hash, not revoked, not expired, uses below max_uses), so concurrent uses
+// never exceed MaxUses; a token that fails any check is ErrUnauthenticated (the wrapped message says which,
+// for logs), a database failure ErrUnavailable or ErrInternal. The CA hash is not checked by the server.
+//
+// # Audit
+//
+// Audit writes a batch of events with one COPY, all or none; an event without an Action or with a Detail that
+// is not JSON or above 64 KiB is ErrInvalid. Text is made storable rather than refused (invalid UTF-8
+// replaced, NUL dropped, fields cut to 1024 bytes). Records have no foreign keys, so they outlive their teams
+// and clusters. AuditLog reads one team's records (TeamID required) newest first by id, the write order, with
+// optional filters (cluster, actor by name or id, action, time range); Limit defaults to DefaultAuditLimit and
+// is capped at MaxAuditLimit; to page, pass the last ID of a page as Before. PruneAudit deletes records older
+// than a time in batches of 10,000.
 //
 // # Bootstrap
 //

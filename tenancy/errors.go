@@ -29,6 +29,7 @@ var sentinels = []error{ErrNotFound, ErrUnauthenticated, ErrInvalid, ErrConflict
 // PostgreSQL error codes translated to sentinels.
 const (
 	codeForeignKey     = "23503"
+	codeUnique         = "23505"
 	codeUndefinedTable = "42P01"
 )
 
@@ -63,6 +64,15 @@ func pgCode(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return pgErr.Code
+	}
+	return ""
+}
+
+// pgConstraint is the constraint a PostgreSQL error names (such as "clusters_pkey"), or "".
+func pgConstraint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.ConstraintName
 	}
 	return ""
 }

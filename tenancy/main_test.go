@@ -53,10 +53,13 @@ func newTestDB(t *testing.T) *testDB {
 	return &testDB{url: url, conn: conn}
 }
 
-// open opens a Store on db with clock (nil: the real one).
-func (db *testDB) open(t *testing.T, clock *fakeClock) *Store {
+// open opens a Store on db with clock (nil: the real one); opts adjust the Config.
+func (db *testDB) open(t *testing.T, clock *fakeClock, opts ...func(*Config)) *Store {
 	t.Helper()
 	cfg := Config{URL: db.url}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if clock != nil {
 		cfg.Now = clock.Now
 	}

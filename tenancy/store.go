@@ -17,9 +17,12 @@ type Config struct {
 	URL string
 	// MaxConns bounds the Store's own connection pool (default 4).
 	MaxConns int32
-	// CacheTTL is how long a successful token or cluster lookup is reused without a query (default 10 s;
-	// negative disables caching). Revocations made elsewhere take effect within it.
+	// CacheTTL is how long a cluster lookup is reused without a query (default 10 s; negative disables it).
 	CacheTTL time.Duration
+	// TokenCacheTTL is how long a successful Authenticate is reused without a query (default 0: never, so a
+	// revocation, an expiry or a disabled user made anywhere applies to the next request). A positive TTL
+	// trades that for fewer queries: changes made by other processes then take effect within it.
+	TokenCacheTTL time.Duration
 	// CacheSize bounds the entries of each cache (default 4096).
 	CacheSize int
 	// Now is the clock (default time.Now); tests inject a fake one.
@@ -90,7 +93,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool:     pool,
 		now:      cfg.Now,
 		log:      cfg.Logger,
-		tokens:   newTTLCache[[32]byte, cachedToken](cfg.CacheTTL, cfg.CacheSize, cfg.Now),
+		tokens:   newTTLCache[[32]byte, cachedToken](cfg.TokenCacheTTL, cfg.CacheSize, cfg.Now),
 		clusters: newTTLCache[string, Cluster](cfg.CacheTTL, cfg.CacheSize, cfg.Now),
 	}
 	if err := s.check(ctx); err != nil {

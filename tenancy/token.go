@@ -33,8 +33,11 @@ func newToken() string {
 }
 
 // encodeToken builds a token from its random part (base62, tokenRandLen characters).
-func encodeToken(random string) string {
-	body := TokenPrefix + random
+func encodeToken(random string) string { return encodePrefixed(TokenPrefix, random) }
+
+// encodePrefixed builds a token of the minted format with another prefix (invitations use "whi_").
+func encodePrefixed(prefix, random string) string {
+	body := prefix + random
 	return body + tokenChecksum(body)
 }
 
@@ -50,11 +53,14 @@ func tokenChecksum(body string) string {
 }
 
 // wellFormedToken reports whether s has the shape of a minted token and a matching checksum.
-func wellFormedToken(s string) bool {
-	if len(s) != TokenLen || !strings.HasPrefix(s, TokenPrefix) {
+func wellFormedToken(s string) bool { return wellFormedPrefixed(TokenPrefix, s) }
+
+// wellFormedPrefixed reports whether s is prefix + tokenRandLen base62 characters + their checksum.
+func wellFormedPrefixed(prefix, s string) bool {
+	if len(s) != len(prefix)+tokenRandLen+tokenSumLen || !strings.HasPrefix(s, prefix) {
 		return false
 	}
-	for i := len(TokenPrefix); i < len(s); i++ {
+	for i := len(prefix); i < len(s); i++ {
 		if strings.IndexByte(base62, s[i]) < 0 {
 			return false
 		}

@@ -170,15 +170,15 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-	mount, closeAPI, err := kubernetesAPI(ctx, cfg, url, st, log)
+	tlsCfg, caPEM, err := servingTLS(cfg)
+	if err != nil {
+		return err
+	}
+	mount, closeAPI, err := apis(ctx, cfg, url, st, caPEM, log)
 	if err != nil {
 		return err
 	}
 	defer closeAPI()
-	tlsCfg, err := servingTLS(cfg)
-	if err != nil {
-		return err
-	}
 	srv, err := server.New(server.Config{Listen: cfg.Listen, Store: st, Logger: log.With("component", "http"),
 		Mount: mount, TLS: tlsCfg})
 	if err != nil {
@@ -236,13 +236,13 @@ func migrate(ctx context.Context, url string, log *slog.Logger) error {
 
 // servingTLS loads the configured certificate, or the self-managed one in DataDir/tls (created on first start;
 // its CA goes into kubeconfigs).
-func servingTLS(cfg serverConfig) (*tls.Config, error) {
+func servingTLS(cfg serverConfig) (*tls.Config, []byte, error) {
 	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+			return nil, nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
 		}
-		return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+		return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil, nil
 	}
 	var hosts []string
 	if h, _, err := net.SplitHostPort(cfg.Listen); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
@@ -251,9 +251,9 @@ func servingTLS(cfg serverConfig) (*tls.Config, error) {
 	if h, err := os.Hostname(); err == nil {
 		hosts = append(hosts, h)
 	}
-	cert, _, err := servingcert.Ensure(filepath.Join(cfg.DataDir, "tls"), hosts, time.Now())
+	cert, caPEM, err := servingcert.Ensure(filepath.Join(cfg.DataDir, "tls"), hosts, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("serving certificate: %w", err)
+		return nil, nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, caPEM, nil
 }

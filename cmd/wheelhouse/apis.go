@@ -13,16 +13,20 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
+	"github.com/wheelhouse-dev/wheelhouse/server/platform"
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 	"github.com/wheelhouse-dev/wheelhouse/version"
 )
 
-// kubernetesAPI opens the tenancy store, bootstraps the first team, cluster and admin (printing generated
-// secrets once), makes sure every cluster has its system objects, and returns the routes of the Kubernetes API.
-func kubernetesAPI(ctx context.Context, cfg serverConfig, url string, st *store.Store, log *slog.Logger) ([]func(*echo.Echo), func(), error) {
-	ten, err := tenancy.Open(ctx, tenancy.Config{URL: url, Logger: log.With("component", "tenancy")})
+// apis opens the tenancy store, bootstraps the first team, cluster and admin (printing generated secrets once),
+// makes sure every cluster has its system objects, and returns the routes of the Kubernetes API of every
+// cluster and of the platform API. caPEM is the CA of the serving certificate (nil for a given certificate).
+func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, caPEM []byte, log *slog.Logger) ([]func(*echo.Echo), func(), error) {
+	// Tokens are checked against the database on every request (no positive cache), so revocations apply at
+	// once on every replica; cluster rows are cached briefly.
+	ten, err := tenancy.Open(ctx, tenancy.Config{URL: url, Logger: log.With("component", "tenancy"), MaxConns: 16})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open tenancy store: %w", err)
 	}
@@ -80,7 +84,36 @@ func kubernetesAPI(ctx context.Context, cfg serverConfig, url string, st *store.
 			return nil, nil, fmt.Errorf("cluster %s: %w", c.ID, err)
 		}
 	}
-	return []func(*echo.Echo){api.Register}, closeAll, nil
+	policy, err := rbac.NewPlatform()
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	plat, err := platform.New(platform.Config{Tenancy: ten, Policy: policy, Clusters: clusterLifecycle{api, authz},
+		CA: caPEM, Logger: log.With("component", "platform")})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return []func(*echo.Echo){api.Register, plat.Register}, closeAll, nil
+}
+
+// clusterLifecycle creates and removes the Kubernetes side of clusters for the platform API.
+type clusterLifecycle struct {
+	api   *kubeapi.API
+	authz *rbacAuthorizer
+}
+
+func (l clusterLifecycle) EnsureCluster(ctx context.Context, id string) error {
+	return l.api.EnsureCluster(ctx, id)
+}
+
+func (l clusterLifecycle) DeleteClusterObjects(ctx context.Context, id string) error {
+	if err := l.api.DeleteClusterObjects(ctx, id); err != nil {
+		return err
+	}
+	l.authz.a.Forget(id)
+	return nil
 }
 
 // printSecrets shows generated bootstrap secrets once, on stderr, outside the structured log.
