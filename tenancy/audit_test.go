@@ -240,3 +240,29 @@ func TestPruneAudit(t *testing.T) {
 	_, err = s.PruneAudit(ctx, t0)
 	wantErr(t, err, ErrClosed)
 }
+
+func TestAuditWriterBatchesAndFlushesOnClose(t *testing.T) {
+	db := newTestDB(t)
+	s := db.open(t, nil)
+	bootstrap(t, s, BootstrapConfig{})
+	w := s.NewAuditWriter(AuditWriterConfig{BatchSize: 100, FlushInterval: time.Hour})
+	for i := range 1234 {
+		w.Record(AuditEvent{TeamID: DefaultTeam, Actor: "a", Action: "create", Resource: fmt.Sprint("/r/", i), Result: "201"})
+	}
+	w.Close()
+	if w.Dropped() != 0 {
+		t.Fatalf("dropped %d", w.Dropped())
+	}
+	if n := db.count(t, "audit_log"); n != 1234 {
+		t.Fatalf("%d audit rows, want 1234", n)
+	}
+	// A full queue drops (and counts) instead of blocking the caller. The writer is not started, so the queue
+	// stays full.
+	full := newAuditWriter(s, AuditWriterConfig{QueueSize: 1})
+	for range 10 {
+		full.Record(AuditEvent{TeamID: DefaultTeam, Actor: "a", Action: "x"})
+	}
+	if full.Dropped() != 9 {
+		t.Fatalf("dropped %d, want 9", full.Dropped())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -52,11 +53,14 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 	}
 	// The authorizer reads RBAC objects through the API's watch cache, so it is bound once the API exists.
 	authz := &rbacAuthorizer{}
+	auditW := ten.NewAuditWriter(tenancy.AuditWriterConfig{})
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
 		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: escalationCheck{authz},
 		Rules: rulesResolver{authz}, ClusterObjects: clusterObjects, OpenAPI: spec, TypeConverter: tc,
-		Logger: log.With("component", "kubeapi"), DisableWatchCache: cfg.WatchCache == "off"})
+		Auditor: newKubeAuditor(ten, auditW), Logger: log.With("component", "kubeapi"),
+		DisableWatchCache: cfg.WatchCache == "off"})
 	if err != nil {
+		auditW.Close()
 		ten.Close()
 		return nil, nil, err
 	}
@@ -66,11 +70,17 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 	}
 	if err != nil {
 		api.Close()
+		auditW.Close()
 		ten.Close()
 		return nil, nil, err
 	}
+	retention, _ := time.ParseDuration(cfg.AuditRetention) // validated
+	pruneCtx, stopPrune := context.WithCancel(context.WithoutCancel(ctx))
+	go pruneAudit(pruneCtx, ten, retention, log)
 	closeAll := func() {
+		stopPrune()
 		api.Close()
+		auditW.Close()
 		ten.Close()
 	}
 	clusters, err := ten.Clusters(ctx)
@@ -96,6 +106,24 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 		return nil, nil, err
 	}
 	return []func(*echo.Echo){api.Register, plat.Register}, closeAll, nil
+}
+
+// pruneAudit deletes audit records older than retention, at start and then hourly.
+func pruneAudit(ctx context.Context, ten *tenancy.Store, retention time.Duration, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := ten.PruneAudit(ctx, time.Now().Add(-retention)); err != nil && ctx.Err() == nil {
+			log.Warn("pruning the audit log failed", "err", err)
+		} else if n > 0 {
+			log.Info("pruned the audit log", "records", n, "older than", retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // clusterLifecycle creates and removes the Kubernetes side of clusters for the platform API.

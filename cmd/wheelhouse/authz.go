@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -90,4 +93,56 @@ func clusterObjects() []runtime.Object {
 		out = append(out, &d.RoleBindings[i])
 	}
 	return out
+}
+
+// kubeAuditor puts the Kubernetes API's mutating requests into the audit log of the cluster's team, through
+// the background writer (recording never waits for the database).
+type kubeAuditor struct {
+	ten *tenancy.Store
+	w   *tenancy.AuditWriter
+	mu  sync.Mutex
+	// teams caches cluster → team (a cluster never changes team).
+	teams map[string]string
+}
+
+func newKubeAuditor(ten *tenancy.Store, w *tenancy.AuditWriter) *kubeAuditor {
+	return &kubeAuditor{ten: ten, w: w, teams: map[string]string{}}
+}
+
+func (k *kubeAuditor) Record(r kubeapi.AuditRecord) {
+	k.mu.Lock()
+	team, ok := k.teams[r.Cluster]
+	k.mu.Unlock()
+	if !ok {
+		// Once per cluster and process; the tenancy store caches cluster rows.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		cl, err := k.ten.Cluster(ctx, r.Cluster)
+		cancel()
+		if err != nil {
+			return // an unknown cluster: nothing happened in it
+		}
+		team = cl.TeamID
+		k.mu.Lock()
+		k.teams[r.Cluster] = team
+		k.mu.Unlock()
+	}
+	action := r.Verb
+	if r.Resource != "" {
+		action += " " + r.Resource
+		if r.Group != "" {
+			action += "." + r.Group
+		}
+		if r.Subresource != "" {
+			action += "/" + r.Subresource
+		}
+	}
+	if r.DryRun {
+		action += " (dry run)"
+	}
+	actor := r.User.Name
+	if actor == "" {
+		actor = "anonymous"
+	}
+	k.w.Record(tenancy.AuditEvent{At: r.At, TeamID: team, ClusterID: r.Cluster, Actor: actor, ActorID: r.User.UID,
+		Action: action, Resource: r.Path, Result: strconv.Itoa(r.Code), Source: r.Source, UserAgent: r.UserAgent})
 }

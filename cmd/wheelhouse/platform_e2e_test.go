@@ -88,6 +88,12 @@ func TestPlatformAPI(t *testing.T) {
 			t.Errorf("audit log lacks %q", want)
 		}
 	}
+	// Kubernetes API writes are audited too (written in the background, so poll).
+	waitFor(t, func() bool {
+		log := string(call(e2eToken, "GET", "/teams/default/audit?cluster=staging", "", 200))
+		return strings.Contains(log, `"action":"create configmaps"`) &&
+			strings.Contains(log, `"resource":"/clusters/staging/api/v1/namespaces/default/configmaps"`)
+	})
 	call(e2eToken, "DELETE", "/clusters/staging", "", 204)
 	contains(t, k.fails("get", "namespaces"), "NotFound")
 }

@@ -41,6 +41,8 @@ type serverConfig struct {
 	TLSCertFile, TLSKeyFile string
 	// WatchCache is "on" (default) or "off": off sends every Kubernetes API read to PostgreSQL (for comparison).
 	WatchCache string
+	// AuditRetention is how long audit records are kept (a duration).
+	AuditRetention string
 }
 
 // Validate reports a configuration that cannot work.
@@ -53,6 +55,9 @@ func (c serverConfig) Validate() error {
 	}
 	if d, err := time.ParseDuration(c.Retention); err != nil || d < time.Minute {
 		return fmt.Errorf("--history-retention/WHEELHOUSE_HISTORY_RETENTION %q: want a duration of at least 1m", c.Retention)
+	}
+	if d, err := time.ParseDuration(c.AuditRetention); err != nil || d < time.Hour {
+		return fmt.Errorf("--audit-retention/WHEELHOUSE_AUDIT_RETENTION %q: want a duration of at least 1h", c.AuditRetention)
 	}
 	if c.WatchCache != "on" && c.WatchCache != "off" {
 		return fmt.Errorf("--watch-cache/WHEELHOUSE_WATCH_CACHE %q: want on or off", c.WatchCache)
@@ -99,6 +104,7 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.TLSCertFile, "tls-cert-file", "WHEELHOUSE_TLS_CERT_FILE", "", "serving certificate (PEM); empty: a self-managed CA and certificate in <data-dir>/tls"},
 		{&cfg.TLSKeyFile, "tls-key-file", "WHEELHOUSE_TLS_KEY_FILE", "", "private key of --tls-cert-file (PEM)"},
 		{&cfg.Retention, "history-retention", "WHEELHOUSE_HISTORY_RETENTION", "5m", "how long change history is kept for watches to resume from"},
+		{&cfg.AuditRetention, "audit-retention", "WHEELHOUSE_AUDIT_RETENTION", "2160h", "how long audit records are kept (default 90 days)"},
 		{&cfg.WatchCache, "watch-cache", "WHEELHOUSE_WATCH_CACHE", "on", "serve Kubernetes API watches and lists from memory: on or off (every read from PostgreSQL)"},
 	}
 	for _, b := range bindings {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -143,6 +144,8 @@ type Config struct {
 	Admission Admission
 	// Rules answers SelfSubjectRulesReview (optional).
 	Rules RulesResolver
+	// Auditor records mutating requests (optional).
+	Auditor Auditor
 }
 
 func (c *Config) setDefaults() {
@@ -248,7 +251,53 @@ func (a *API) handle(c echo.Context) error {
 	if err := rq.serve(); err != nil {
 		rq.fail(err)
 	}
+	rq.audit(c.Response().Status)
 	return nil
+}
+
+// AuditRecord is one mutating Kubernetes API request, whatever its result.
+type AuditRecord struct {
+	At                           time.Time
+	Cluster                      string
+	User                         User // empty when the request was not authenticated
+	Verb                         string
+	Group, Resource, Subresource string
+	Namespace, Name              string
+	Path                         string
+	Code                         int
+	Source, UserAgent            string
+	DryRun                       bool
+}
+
+// Auditor receives the record of every mutating request. It must not block (queue and write in batches).
+type Auditor interface {
+	Record(AuditRecord)
+}
+
+// audit hands a mutating request's record to the auditor.
+func (rq *request) audit(code int) {
+	if rq.api.cfg.Auditor == nil {
+		return
+	}
+	switch rq.r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return
+	}
+	if rq.res != nil && rq.res.Virtual {
+		return // access reviews change nothing
+	}
+	rq.api.cfg.Auditor.Record(AuditRecord{At: rq.api.cfg.Now(), Cluster: rq.cluster.ID, User: rq.user, Verb: rq.info.verb,
+		Group: rq.info.gv.Group, Resource: rq.info.plural, Subresource: rq.info.subresource, Namespace: rq.info.namespace,
+		Name: rq.info.name, Path: rq.r.URL.Path, Code: code, Source: clientAddr(rq.r), UserAgent: rq.r.UserAgent(),
+		DryRun: rq.r.URL.Query().Get("dryRun") != ""})
+}
+
+// clientAddr is the request's remote IP address (without the port).
+func clientAddr(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
 
 // request is one API request in flight.

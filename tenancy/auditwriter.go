@@ -1,0 +1,117 @@
+package tenancy
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AuditWriter writes audit events in the background, in batches, so that recording a request never waits for
+// the database: Record queues (it never blocks) and a writer inserts what is queued every FlushInterval or as
+// soon as BatchSize events wait. When the queue is full (the database is down or far behind) events are
+// dropped and counted, and the drop is logged: audit must not stop the API.
+type AuditWriter struct {
+	s       *Store
+	log     *slog.Logger
+	queue   chan AuditEvent
+	batch   int
+	every   time.Duration
+	dropped atomic.Int64
+	done    chan struct{}
+	closeMu sync.Once
+	stop    chan struct{}
+}
+
+// AuditWriterConfig configures an AuditWriter. Zero values take the defaults noted.
+type AuditWriterConfig struct {
+	QueueSize     int           // default 100,000 events
+	BatchSize     int           // default 500
+	FlushInterval time.Duration // default 200 ms
+}
+
+// NewAuditWriter starts a writer; Close flushes and stops it.
+func (s *Store) NewAuditWriter(cfg AuditWriterConfig) *AuditWriter {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 100_000
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 500
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = 200 * time.Millisecond
+	}
+	w := newAuditWriter(s, cfg)
+	go w.run()
+	return w
+}
+
+func newAuditWriter(s *Store, cfg AuditWriterConfig) *AuditWriter {
+	return &AuditWriter{s: s, log: s.log, queue: make(chan AuditEvent, cfg.QueueSize), batch: cfg.BatchSize,
+		every: cfg.FlushInterval, done: make(chan struct{}), stop: make(chan struct{})}
+}
+
+// Record queues ev (At zero: now); it never blocks.
+func (w *AuditWriter) Record(ev AuditEvent) {
+	if ev.At.IsZero() {
+		ev.At = w.s.now()
+	}
+	select {
+	case w.queue <- ev:
+	default:
+		if w.dropped.Add(1)%1000 == 1 {
+			w.log.Error("audit queue full; dropping audit events", "dropped", w.dropped.Load())
+		}
+	}
+}
+
+// Dropped is how many events were dropped because the queue was full.
+func (w *AuditWriter) Dropped() int64 { return w.dropped.Load() }
+
+// Close writes what is queued (for up to 10 s) and stops the writer.
+func (w *AuditWriter) Close() {
+	w.closeMu.Do(func() { close(w.stop) })
+	<-w.done
+}
+
+func (w *AuditWriter) run() {
+	defer close(w.done)
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	var buf []AuditEvent
+	flush := func(ctx context.Context) {
+		for len(buf) > 0 {
+			n := min(len(buf), w.batch)
+			if err := w.s.Audit(ctx, buf[:n]...); err != nil {
+				w.log.Error("writing audit events failed; they are lost", "events", n, "err", err)
+			}
+			buf = buf[n:]
+		}
+		buf = nil
+	}
+	for {
+		select {
+		case ev := <-w.queue:
+			buf = append(buf, ev)
+			if len(buf) >= w.batch {
+				flush(context.Background())
+			}
+		case <-t.C:
+			flush(context.Background())
+		case <-w.stop:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			for drained := false; !drained; {
+				select {
+				case ev := <-w.queue:
+					buf = append(buf, ev)
+				default:
+					drained = true
+				}
+			}
+			flush(ctx)
+			cancel()
+			return
+		}
+	}
+}
