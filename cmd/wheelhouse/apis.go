@@ -16,6 +16,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/platform"
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/server/satoken"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 	"github.com/wheelhouse-dev/wheelhouse/version"
@@ -54,10 +55,11 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 	// The authorizer reads RBAC objects through the API's watch cache, so it is bound once the API exists.
 	authz := &rbacAuthorizer{}
 	auditW := ten.NewAuditWriter(tenancy.AuditWriterConfig{})
+	saTokens := satoken.New(ten, nil)
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
 		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: escalationCheck{authz},
 		Rules: rulesResolver{authz}, ClusterObjects: clusterObjects, OpenAPI: spec, TypeConverter: tc,
-		Auditor: newKubeAuditor(ten, auditW), Logger: log.With("component", "kubeapi"),
+		Auditor: newKubeAuditor(ten, auditW), ServiceAccountTokens: saTokens, Logger: log.With("component", "kubeapi"),
 		DisableWatchCache: cfg.WatchCache == "off"})
 	if err != nil {
 		auditW.Close()
@@ -99,7 +101,7 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 		closeAll()
 		return nil, nil, err
 	}
-	plat, err := platform.New(platform.Config{Tenancy: ten, Policy: policy, Clusters: clusterLifecycle{api, authz},
+	plat, err := platform.New(platform.Config{Tenancy: ten, Policy: policy, Clusters: clusterLifecycle{api, authz, saTokens},
 		CA: caPEM, Logger: log.With("component", "platform")})
 	if err != nil {
 		closeAll()
@@ -128,8 +130,9 @@ func pruneAudit(ctx context.Context, ten *tenancy.Store, retention time.Duration
 
 // clusterLifecycle creates and removes the Kubernetes side of clusters for the platform API.
 type clusterLifecycle struct {
-	api   *kubeapi.API
-	authz *rbacAuthorizer
+	api    *kubeapi.API
+	authz  *rbacAuthorizer
+	tokens *satoken.Tokens
 }
 
 func (l clusterLifecycle) EnsureCluster(ctx context.Context, id string) error {
@@ -141,6 +144,7 @@ func (l clusterLifecycle) DeleteClusterObjects(ctx context.Context, id string) e
 		return err
 	}
 	l.authz.a.Forget(id)
+	l.tokens.Forget(id)
 	return nil
 }
 

@@ -130,6 +130,28 @@ func TestRBAC(t *testing.T) {
 		lead.fails("create", "configmap", "z", "-n", "dev")
 	})
 
+	t.Run("service account tokens", func(t *testing.T) {
+		owner.must("", "create", "serviceaccount", "robot", "-n", "dev")
+		token := strings.TrimSpace(owner.must("", "create", "token", "robot", "-n", "dev", "--duration", "1h"))
+		robot := kubectlFor(t, bin, kbin, p.url, dataDir, token)
+		contains(t, robot.must("", "auth", "whoami"), "system:serviceaccount:dev:robot", "system:serviceaccounts:dev")
+		contains(t, robot.fails("get", "configmaps", "-n", "dev"), `User "system:serviceaccount:dev:robot" cannot list`)
+		owner.must("", "create", "rolebinding", "robot-view", "-n", "dev", "--clusterrole=view", "--serviceaccount=dev:robot")
+		contains(t, robot.must("", "get", "configmaps", "-n", "dev"), "settings")
+		// Bound to a pod: the token dies with the pod.
+		owner.must("", "run", "holder", "-n", "dev", "--image", "busybox", "--restart=Never")
+		bound := strings.TrimSpace(owner.must("", "create", "token", "robot", "-n", "dev", "--bound-object-kind", "Pod",
+			"--bound-object-name", "holder"))
+		boundK := kubectlFor(t, bin, kbin, p.url, dataDir, bound)
+		boundK.must("", "get", "configmaps", "-n", "dev")
+		owner.must("", "delete", "pod", "holder", "-n", "dev", "--grace-period=0", "--force")
+		contains(t, boundK.fails("get", "configmaps", "-n", "dev"), "Unauthorized")
+		owner.fails("create", "token", "robot", "-n", "dev", "--duration", "1m")
+		// Deleting the service account ends its tokens.
+		owner.must("", "delete", "serviceaccount", "robot", "-n", "dev")
+		contains(t, robot.fails("get", "configmaps", "-n", "dev"), "Unauthorized")
+	})
+
 	t.Run("impersonation needs the verb", func(t *testing.T) {
 		contains(t, owner.must("", "auth", "whoami", "--as", "someone", "--as-group", "g1"), "someone", "g1")
 		contains(t, dev.fails("get", "pods", "--as", "admin@localhost"), "cannot impersonate")

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/server/satoken"
 	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/version"
@@ -146,6 +147,9 @@ type Config struct {
 	Rules RulesResolver
 	// Auditor records mutating requests (optional).
 	Auditor Auditor
+	// ServiceAccountTokens issues TokenRequests and authenticates ServiceAccount tokens (optional: without it
+	// serviceaccounts/token is 404 and JWT bearer tokens go to the Authenticator like any other).
+	ServiceAccountTokens *satoken.Tokens
 }
 
 func (c *Config) setDefaults() {
@@ -350,7 +354,14 @@ func (rq *request) authenticate() (User, error) {
 	if !ok || strings.TrimSpace(token) == "" {
 		return User{}, apierrors.NewUnauthorized("Unauthorized: a bearer token is required")
 	}
-	u, err := rq.api.cfg.Authenticator.AuthenticateToken(rq.ctx, rq.cluster.ID, strings.TrimSpace(token))
+	token = strings.TrimSpace(token)
+	var u User
+	var err error
+	if rq.api.cfg.ServiceAccountTokens != nil && satoken.LooksLikeJWT(token) {
+		u, err = rq.serviceAccountUser(token)
+	} else {
+		u, err = rq.api.cfg.Authenticator.AuthenticateToken(rq.ctx, rq.cluster.ID, token)
+	}
 	switch {
 	case errors.Is(err, ErrUnauthenticated):
 		return User{}, apierrors.NewUnauthorized("Unauthorized")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -188,5 +189,42 @@ func pollUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 20s")
 		}
 		<-tick.C
+	}
+}
+
+// TestTypedSubresourcesOverProtobuf: client-go's typed clients send protobuf bodies to subresources too
+// (UpdateScale, Bind); the API decodes them in the request's format.
+func TestTypedSubresourcesOverProtobuf(t *testing.T) {
+	env := newTestEnv(t)
+	cs := env.client(t, "c1")
+	ctx := t.Context()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}}}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := cs.AppsV1().Deployments("default").GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.Replicas = 4
+	if _, err := cs.AppsV1().Deployments("default").UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("UpdateScale: %v", err)
+	}
+	if got, _ := cs.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{}); *got.Spec.Replicas != 4 {
+		t.Fatalf("replicas %d after UpdateScale, want 4", *got.Spec.Replicas)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Bind: %v", err)
+	}
+	if got, _ := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{}); got.Spec.NodeName != "node-1" {
+		t.Fatalf("nodeName %q after Bind", got.Spec.NodeName)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -75,6 +76,26 @@ func requestSerializer(contentType string) (runtime.SerializerInfo, error) {
 		return runtime.SerializerInfo{}, unsupportedMediaType(contentType)
 	}
 	return info, nil
+}
+
+// decodeAs decodes the request body (JSON, YAML or protobuf, as its Content-Type says) into into, a kind the
+// resource itself does not serve (Binding, TokenRequest, Scale); what is not such an object is a 400.
+func (rq *request) decodeAs(gvk schema.GroupVersionKind, into runtime.Object) error {
+	body, err := rq.readBody()
+	if err != nil {
+		return err
+	}
+	if len(body) == 0 {
+		return badRequestf("the request body is empty: a %s is required", gvk.Kind)
+	}
+	info, err := requestSerializer(rq.r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
+	if _, _, err := info.Serializer.Decode(body, &gvk, into); err != nil {
+		return badRequestf("the body is not a valid %s: %v", gvk.Kind, err)
+	}
+	return nil
 }
 
 func unsupportedMediaType(ct string) error {

@@ -133,6 +133,10 @@ func subresources(r *resources.Resource) []subresource {
 		out = append(out, subresource{"scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
 			[]string{"get", "patch", "update"}})
 	}
+	if r.Storage == "serviceaccounts" {
+		out = append(out, subresource{"token", schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1",
+			Kind: "TokenRequest"}, []string{"create"}})
+	}
 	if r.Storage == "namespaces" {
 		out = append(out, subresource{"finalize", r.GVK, []string{"update"}})
 	}

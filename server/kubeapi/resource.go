@@ -55,6 +55,8 @@ func (rq *request) dispatch() error {
 		return rq.serveScale()
 	case "binding":
 		return rq.serveBinding()
+	case "token":
+		return rq.serveTokenRequest()
 	}
 	switch ri.verb {
 	case "get":

@@ -31,6 +31,8 @@ func (rq *request) write(code int, obj runtime.Object) {
 
 func jsonMarshal(v any) ([]byte, error) { return stdjson.Marshal(v) }
 
+func jsonUnmarshal(b []byte, v any) error { return stdjson.Unmarshal(b, v) }
+
 func asMaxBytes(err error, target **http.MaxBytesError) bool { return errors.As(err, target) }
 
 func formatBytes(n int64) string { return strconv.FormatInt(n, 10) + " bytes" }

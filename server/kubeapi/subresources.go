@@ -48,6 +48,15 @@ func (rq *request) serveScale() error {
 		return err
 	}
 	pt := contentTypeOf(rq.r)
+	// An update's body is in the request's format (typed clients send protobuf); a patch applies to JSON.
+	dec := runtime.Decoder(storageCodec)
+	if rq.info.verb == "update" {
+		info, err := requestSerializer(rq.r.Header.Get("Content-Type"))
+		if err != nil {
+			return err
+		}
+		dec = info.Serializer
+	}
 	out, err := rq.updateLoop(0, func(old runtime.Object) (runtime.Object, error) {
 		cur := scaleOf(res, old)
 		next := &autoscalingv1.Scale{}
@@ -66,7 +75,7 @@ func (rq *request) serveScale() error {
 			}
 			data = p
 		}
-		if _, _, err := storageCodec.Decode(data, &scaleGVK, next); err != nil {
+		if _, _, err := dec.Decode(data, &scaleGVK, next); err != nil {
 			return nil, badRequestf("the body is not a valid Scale: %v", err)
 		}
 		if rv := next.ResourceVersion; rv != "" && rv != cur.ResourceVersion {
@@ -113,14 +122,10 @@ func patchJSON(pt string, doc, patch []byte, dataStruct any) ([]byte, error) {
 // serveBinding binds a pod to a node (POST pods/<name>/binding): sets spec.nodeName once and the PodScheduled
 // condition. Binding a pod that already has a node is a 409.
 func (rq *request) serveBinding() error {
-	body, err := rq.readBody()
-	if err != nil {
-		return err
-	}
 	var b corev1.Binding
 	gvk := corev1.SchemeGroupVersion.WithKind("Binding")
-	if _, _, err := storageCodec.Decode(body, &gvk, &b); err != nil {
-		return badRequestf("the body is not a valid Binding: %v", err)
+	if err := rq.decodeAs(gvk, &b); err != nil {
+		return err
 	}
 	if b.Name != "" && b.Name != rq.info.name {
 		return badRequestf("the Binding's name (%s) does not match the pod (%s)", b.Name, rq.info.name)
@@ -129,7 +134,7 @@ func (rq *request) serveBinding() error {
 		return apierrors.NewInvalid(gvk.GroupKind(), rq.info.name, field.ErrorList{
 			field.Required(field.NewPath("target", "name"), "a node to bind to is required")})
 	}
-	err = rq.rawUpdateLoop(func(old runtime.Object) (runtime.Object, error) {
+	err := rq.rawUpdateLoop(func(old runtime.Object) (runtime.Object, error) {
 		pod := old.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, pod.Name,
