@@ -56,6 +56,10 @@ var operations = map[string]op{
 	"GET /tokens":                               {summary: "The caller's API tokens (never their secrets)", response: itemsOf[tokenView]{}, status: 200},
 	"POST /tokens":                              {summary: "Create an API token for the caller; shown once", body: createTokenBody{}, response: tokenCreated{}, status: 201},
 	"DELETE /tokens/:id":                        {summary: "Revoke one of the caller's API tokens", status: 204},
+	"POST /login":                               {summary: "Sign in with email and password: sets the session cookie and answers the CSRF token", body: loginBody{}, response: sessionView{}, status: 200},
+	"GET /session":                              {summary: "The caller's browser session and its CSRF token", response: sessionView{}, status: 200},
+	"POST /logout":                              {summary: "End the caller's browser session", status: 204},
+	"POST /password":                            {summary: "Change the caller's password; every session of theirs ends", body: passwordBody{}, status: 204},
 }
 
 type invitationCreated struct {
@@ -123,8 +127,8 @@ func buildOpenAPI() map[string]any {
 		problemRef := map[string]any{"description": "A problem (RFC 9457)",
 			"content": map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Problem"}}}}
 		operation["responses"] = map[string]any{strconv.Itoa(o.status): ok, "default": problemRef}
-		if path != "/invitations/accept" {
-			operation["security"] = []any{map[string]any{"bearer": []any{}}}
+		if path != "/invitations/accept" && path != "/login" {
+			operation["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}}
 		}
 		paths[oaPath][strings.ToLower(method)] = operation
 	}
@@ -134,8 +138,10 @@ func buildOpenAPI() map[string]any {
 			"description": "Teams, members, invitations, clusters, API tokens, kubeconfigs, node join tokens and the audit log. Errors are application/problem+json. See docs/api.md."},
 		"paths": paths,
 		"components": map[string]any{"schemas": schemas,
-			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer",
-				"description": "A personal API token (whp_...)"}}},
+			"securitySchemes": map[string]any{
+				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "A personal API token (whp_...)"},
+				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie,
+					"description": "A browser session from POST /login; state changes also need the X-CSRF-Token header"}}},
 	}
 }
 

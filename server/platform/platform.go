@@ -68,6 +68,9 @@ type caller struct {
 	tenancy.Principal
 	// team is the team the request acts in, once known (for the audit record).
 	team string
+	// session and sessionID are set when the request came with a session cookie rather than a token.
+	session   *tenancy.Session
+	sessionID string
 }
 
 // Register mounts the API on e.
@@ -75,6 +78,7 @@ func (a *API) Register(e *echo.Echo) {
 	g := e.Group(Prefix)
 	g.GET("/openapi.json", a.serveOpenAPI)
 	g.POST("/invitations/accept", a.public(a.acceptInvitation))
+	g.POST("/login", a.public(a.login))
 	for _, r := range a.routes() {
 		g.Add(r.method, r.path, a.authenticated(r.h))
 	}
@@ -115,21 +119,29 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/tokens", a.listTokens},
 		{http.MethodPost, "/tokens", a.createToken},
 		{http.MethodDelete, "/tokens/:id", a.revokeToken},
+		{http.MethodGet, "/session", a.session},
+		{http.MethodPost, "/logout", a.logout},
+		{http.MethodPost, "/password", a.changePassword},
 	}
 }
 
-// authenticated runs h for a caller with a valid API token, then records mutating requests in the audit log.
+// authenticated runs h for a caller with a valid API token or browser session (see session.go), then records
+// mutating requests in the audit log.
 func (a *API) authenticated(h handler) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		token, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
-		if !ok || strings.TrimSpace(token) == "" {
-			return writeProblem(c, unauthenticated())
+		var who *caller
+		if token, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer "); ok && strings.TrimSpace(token) != "" {
+			p, err := a.cfg.Tenancy.Authenticate(c.Request().Context(), strings.TrimSpace(token))
+			if err != nil {
+				return a.fail(c, fromTenancy(err, "token"), err)
+			}
+			who = &caller{Principal: *p}
+		} else {
+			var prob *Problem
+			if who, prob = a.sessionCaller(c); prob != nil {
+				return writeProblem(c, prob)
+			}
 		}
-		p, err := a.cfg.Tenancy.Authenticate(c.Request().Context(), strings.TrimSpace(token))
-		if err != nil {
-			return a.fail(c, fromTenancy(err, "token"), err)
-		}
-		who := &caller{Principal: *p}
 		if prob := h(c, who); prob != nil {
 			a.record(c, who, prob.Status)
 			return writeProblem(c, prob)

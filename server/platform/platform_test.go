@@ -440,7 +440,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		t.Fatalf("openapi %q", doc.OpenAPI)
 	}
 	a := &API{}
-	all := append(a.routes(), route{method: "POST", path: "/invitations/accept"})
+	all := append(a.routes(), route{method: "POST", path: "/invitations/accept"}, route{method: "POST", path: "/login"})
 	for _, r := range all {
 		key := r.method + " " + r.path
 		if _, ok := operations[key]; !ok {
@@ -452,5 +452,125 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	}
 	if len(operations) != len(all) {
 		t.Errorf("%d documented operations, %d routes", len(operations), len(all))
+	}
+}
+
+// doWith sends a request with extra headers (cookies, CSRF, Origin).
+func (e *env) doWith(headers map[string]string, method, path, body string) (response, http.Header) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(e.t.Context(), method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{code: resp.StatusCode, ct: resp.Header.Get("Content-Type"), body: b}, resp.Header
+}
+
+func TestBrowserSessions(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	if _, err := e.ten.CreateUser(ctx, "sue@example.com", "a long enough password"); err != nil {
+		t.Fatal(err)
+	}
+	r, h := e.doWith(nil, "POST", "/login", `{"email":"sue@example.com","password":"a long enough password"}`)
+	if r.code != 200 {
+		t.Fatalf("login: %d %s", r.code, r.body)
+	}
+	var sv sessionView
+	r.json(t, &sv)
+	setCookie := h.Get("Set-Cookie")
+	for _, attr := range []string{SessionCookie + "=", "Path=/", "Secure", "HttpOnly", "SameSite=Lax"} {
+		if !strings.Contains(setCookie, attr) {
+			t.Errorf("Set-Cookie %q lacks %s", setCookie, attr)
+		}
+	}
+	if strings.Contains(setCookie, "Domain=") || sv.CSRFToken == "" {
+		t.Errorf("Set-Cookie %q, csrf %q", setCookie, sv.CSRFToken)
+	}
+	cookie := strings.SplitN(setCookie, ";", 2)[0]
+	withCookie := map[string]string{"Cookie": cookie}
+	if r, _ := e.doWith(withCookie, "GET", "/me", ""); r.code != 200 {
+		t.Fatalf("GET /me with the session: %d %s", r.code, r.body)
+	}
+	var got sessionView
+	if r, _ := e.doWith(withCookie, "GET", "/session", ""); r.code != 200 {
+		t.Fatalf("GET /session: %d", r.code)
+	} else if r.json(t, &got); got.CSRFToken != sv.CSRFToken {
+		t.Fatalf("session csrf %q, login csrf %q", got.CSRFToken, sv.CSRFToken)
+	}
+	// A cookie-authenticated state change without the CSRF token, or from another origin, is refused.
+	r, _ = e.doWith(withCookie, "POST", "/tokens", `{"name":"x"}`)
+	r.problem(t, 403)
+	r, _ = e.doWith(map[string]string{"Cookie": cookie, CSRFHeader: "wrong"}, "POST", "/tokens", `{"name":"x"}`)
+	r.problem(t, 403)
+	r, _ = e.doWith(map[string]string{"Cookie": cookie, CSRFHeader: sv.CSRFToken, "Origin": "https://evil.example"}, "POST", "/tokens", `{"name":"x"}`)
+	r.problem(t, 403)
+	withCSRF := map[string]string{"Cookie": cookie, CSRFHeader: sv.CSRFToken}
+	if r, _ := e.doWith(withCSRF, "POST", "/tokens", `{"name":"from the browser"}`); r.code != 201 {
+		t.Fatalf("POST /tokens with cookie and CSRF: %d %s", r.code, r.body)
+	}
+	// Unknown account and wrong password: the same answer.
+	a, _ := e.doWith(nil, "POST", "/login", `{"email":"sue@example.com","password":"wrong password"}`)
+	b, _ := e.doWith(nil, "POST", "/login", `{"email":"nobody@example.com","password":"wrong password"}`)
+	pa, pb := a.problem(t, 401), b.problem(t, 401)
+	if pa.Detail != pb.Detail || pa.Title != pb.Detail && pa.Title != pb.Title {
+		t.Errorf("different answers: %+v vs %+v", pa, pb)
+	}
+	// Logout ends the session server-side.
+	if r, _ := e.doWith(withCSRF, "POST", "/logout", ""); r.code != 204 {
+		t.Fatalf("logout: %d %s", r.code, r.body)
+	}
+	r, _ = e.doWith(withCookie, "GET", "/me", "")
+	r.problem(t, 401)
+	// A password change ends every session.
+	r, h = e.doWith(nil, "POST", "/login", `{"email":"sue@example.com","password":"a long enough password"}`)
+	r.json(t, &sv)
+	cookie = strings.SplitN(h.Get("Set-Cookie"), ";", 2)[0]
+	other, h2 := e.doWith(nil, "POST", "/login", `{"email":"sue@example.com","password":"a long enough password"}`)
+	if other.code != 200 {
+		t.Fatal(other.code)
+	}
+	otherCookie := strings.SplitN(h2.Get("Set-Cookie"), ";", 2)[0]
+	r, _ = e.doWith(map[string]string{"Cookie": cookie, CSRFHeader: sv.CSRFToken}, "POST", "/password", `{"current":"wrong","new":"another long password"}`)
+	r.problem(t, 422)
+	if r, _ := e.doWith(map[string]string{"Cookie": cookie, CSRFHeader: sv.CSRFToken}, "POST", "/password",
+		`{"current":"a long enough password","new":"another long password"}`); r.code != 204 {
+		t.Fatalf("password change: %d %s", r.code, r.body)
+	}
+	r, _ = e.doWith(map[string]string{"Cookie": otherCookie}, "GET", "/me", "")
+	r.problem(t, 401)
+	r, _ = e.doWith(nil, "POST", "/login", `{"email":"sue@example.com","password":"a long enough password"}`)
+	r.problem(t, 401)
+}
+
+func TestLoginThrottling(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.ten.CreateUser(t.Context(), "tom@example.com", "the right password!"); err != nil {
+		t.Fatal(err)
+	}
+	for range tenancy.MaxAccountFailures {
+		if r, _ := e.doWith(nil, "POST", "/login", `{"email":"tom@example.com","password":"guess"}`); r.code != 401 {
+			t.Fatalf("failed login: %d", r.code)
+		}
+	}
+	r, h := e.doWith(nil, "POST", "/login", `{"email":"tom@example.com","password":"the right password!"}`)
+	r.problem(t, 429)
+	if h.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
 	}
 }
