@@ -47,13 +47,16 @@ type Decision struct {
 // Config configures an Authorizer.
 type Config struct {
 	Source Source
+	// Pods feeds the node authorizer; without it nodes get only what needs no pod (their Node, Lease, reads).
+	Pods   Pods
 	Logger *slog.Logger
 }
 
 // Authorizer decides Requests on every cluster.
 type Authorizer struct {
-	src Source
-	log *slog.Logger
+	src  Source
+	pods Pods
+	log  *slog.Logger
 
 	mu    sync.Mutex // guards snaps and building
 	snaps map[string]*snapshot
@@ -75,11 +78,21 @@ func New(cfg Config) (*Authorizer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Authorizer{src: cfg.Source, log: cfg.Logger, snaps: map[string]*snapshot{}, building: map[string]*build{}}, nil
+	return &Authorizer{src: cfg.Source, pods: cfg.Pods, log: cfg.Logger, snaps: map[string]*snapshot{},
+		building: map[string]*build{}}, nil
 }
 
-// Authorize decides req under the cluster's current RBAC objects.
+// Authorize decides req: for a node, the node authorizer first; then RBAC under the cluster's current objects.
 func (a *Authorizer) Authorize(ctx context.Context, req Request) (Decision, error) {
+	if node, ok := NodeName(req.User, req.Groups); ok {
+		allowed, why, err := a.authorizeNode(ctx, node, req)
+		if err != nil {
+			return Decision{}, err
+		}
+		if allowed {
+			return Decision{Allowed: true, Reason: why}, nil
+		}
+	}
 	s, err := a.snapshot(ctx, req.Cluster)
 	if err != nil {
 		return Decision{}, err

@@ -57,7 +57,7 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 	auditW := ten.NewAuditWriter(tenancy.AuditWriterConfig{})
 	saTokens := satoken.New(ten, nil)
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
-		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: escalationCheck{authz},
+		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: admission{authz},
 		Rules: rulesResolver{authz}, ClusterObjects: clusterObjects, OpenAPI: spec, TypeConverter: tc,
 		Auditor: newKubeAuditor(ten, auditW), ServiceAccountTokens: saTokens, Logger: log.With("component", "kubeapi"),
 		DisableWatchCache: cfg.WatchCache == "off"})
@@ -68,7 +68,7 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 	}
 	src, err := api.RBACSource()
 	if err == nil {
-		authz.a, err = rbac.New(rbac.Config{Source: src, Logger: log.With("component", "rbac")})
+		authz.a, err = rbac.New(rbac.Config{Source: src, Pods: src, Logger: log.With("component", "rbac")})
 	}
 	if err != nil {
 		api.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,8 +28,21 @@ const teamGroupPrefix = "wheelhouse:team:"
 
 type tokenAuthenticator struct{ ten *tenancy.Store }
 
-// AuthenticateToken checks the token and the caller's membership of the cluster's team, fresh from PostgreSQL.
+// AuthenticateToken checks the token and the caller's membership of the cluster's team, fresh from PostgreSQL;
+// a node credential authenticates its node (user system:node:<name>, group system:nodes) in its own cluster.
 func (a tokenAuthenticator) AuthenticateToken(ctx context.Context, cluster, token string) (kubeapi.User, error) {
+	if strings.HasPrefix(token, tenancy.NodeCredentialPrefix) {
+		node, err := a.ten.AuthenticateNode(ctx, token, cluster)
+		switch {
+		case errors.Is(err, tenancy.ErrUnauthenticated):
+			return kubeapi.User{}, kubeapi.ErrUnauthenticated
+		case errors.Is(err, tenancy.ErrNotFound):
+			return kubeapi.User{}, kubeapi.ErrClusterNotFound
+		case err != nil:
+			return kubeapi.User{}, err
+		}
+		return kubeapi.User{Name: rbac.NodeUserPrefix + node, Groups: []string{rbac.NodesGroup, "system:authenticated"}}, nil
+	}
 	acc, err := a.ten.AuthenticateCluster(ctx, token, cluster)
 	switch {
 	case errors.Is(err, tenancy.ErrUnauthenticated):
@@ -55,14 +69,18 @@ func (r *rbacAuthorizer) Authorize(ctx context.Context, at kubeapi.Attributes) (
 	return d.Allowed, d.Reason, err
 }
 
-// escalationCheck refuses RBAC objects granting more than their writer holds.
-type escalationCheck struct{ r *rbacAuthorizer }
+// admission checks writes before they are stored: NodeRestriction for nodes, then RBAC's escalation check for
+// RBAC objects.
+type admission struct{ r *rbacAuthorizer }
 
-func (e escalationCheck) Admit(ctx context.Context, req kubeapi.AdmissionRequest) error {
+func (ad admission) Admit(ctx context.Context, req kubeapi.AdmissionRequest) error {
+	if err := rbac.CheckNodeRestriction(req.User.Name, req.User.Groups, req.Operation, req.Object, req.OldObject); err != nil {
+		return err
+	}
 	if req.Resource.GVK.Group != rbacv1.GroupName {
 		return nil
 	}
-	return e.r.a.CheckEscalation(ctx, rbac.Caller{Cluster: req.Cluster, User: req.User.Name, Groups: req.User.Groups}, req.Object)
+	return ad.r.a.CheckEscalation(ctx, rbac.Caller{Cluster: req.Cluster, User: req.User.Name, Groups: req.User.Groups}, req.Object)
 }
 
 // rulesResolver answers SelfSubjectRulesReview.

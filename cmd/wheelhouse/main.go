@@ -46,6 +46,6 @@ func newRootCommand(getenv func(string) string, out io.Writer, runServer func(co
 	}
 	root.SetOut(out)
 	root.AddCommand(newServerCommand(getenv, runServer), newVersionCommand(out))
-	root.AddCommand(newKubeconfigCommand(getenv, out))
+	root.AddCommand(newKubeconfigCommand(getenv, out), newJoinTokenCommand(getenv, out))
 	return root
 }

@@ -61,7 +61,13 @@ func kubectlFor(t *testing.T, bin, kbin, url, dataDir, token string) *kubectl {
 // fails runs kubectl, wants it to fail, and returns its output.
 func (k *kubectl) fails(args ...string) string {
 	k.t.Helper()
-	out, err := k.run("", args...)
+	return k.failsIn("", args...)
+}
+
+// failsIn is fails with stdin.
+func (k *kubectl) failsIn(stdin string, args ...string) string {
+	k.t.Helper()
+	out, err := k.run(stdin, args...)
 	if err == nil {
 		k.t.Fatalf("kubectl %s succeeded; want a refusal", strings.Join(args, " "))
 	}

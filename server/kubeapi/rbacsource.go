@@ -2,8 +2,10 @@ package kubeapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -19,7 +21,10 @@ type RBACSource struct {
 	res [4]*resources.Resource // clusterroles, clusterrolebindings, roles, rolebindings
 }
 
-var _ rbac.Source = (*RBACSource)(nil)
+var (
+	_ rbac.Source = (*RBACSource)(nil)
+	_ rbac.Pods   = (*RBACSource)(nil)
+)
 
 // RBACSource returns the source of RBAC objects for an rbac.Authorizer; it needs the watch cache.
 func (a *API) RBACSource() (*RBACSource, error) {
@@ -87,4 +92,29 @@ func (s *RBACSource) Objects(ctx context.Context, cluster string) (rbac.Objects,
 		objs.RoleBindings = append(objs.RoleBindings, e.Object.(*rbacv1.RoleBinding))
 	}
 	return objs, v, nil
+}
+
+// PodsOnNode lists the pods bound to node in cluster from the watch cache (for the node authorizer). The
+// entries are shared: read-only.
+func (s *RBACSource) PodsOnNode(ctx context.Context, cluster, node string) ([]*corev1.Pod, error) {
+	res, ok := s.api.cfg.Registry.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+	if !ok {
+		return nil, fmt.Errorf("kubeapi: the registry does not serve pods")
+	}
+	col, err := s.api.collection(ctx, cluster, res)
+	if err != nil {
+		return nil, err
+	}
+	// The node's view must include a pod bound to it a moment ago (it is about to start it).
+	if err := col.Fresh(ctx); err != nil && !errors.Is(err, watchcache.ErrNotFresh) {
+		return nil, err
+	}
+	entries, _ := col.List("")
+	var out []*corev1.Pod
+	for _, e := range entries {
+		if p := e.Object.(*corev1.Pod); p.Spec.NodeName == node {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }

@@ -30,36 +30,39 @@ type itemsOf[T any] struct {
 }
 
 var operations = map[string]op{
-	"GET /me":                                   {summary: "The caller and their teams", response: meView{}, status: 200},
-	"GET /teams":                                {summary: "The caller's teams", response: itemsOf[teamView]{}, status: 200},
-	"POST /teams":                               {summary: "Create a team; the caller becomes its owner", body: createTeamBody{}, response: teamView{}, status: 201},
-	"GET /teams/:team":                          {summary: "A team", role: "viewer", response: teamView{}, status: 200},
-	"PATCH /teams/:team":                        {summary: "Rename a team", role: "admin", body: renameTeamBody{}, response: teamView{}, status: 200},
-	"DELETE /teams/:team":                       {summary: "Delete a team, its clusters and everything in them", role: "owner", status: 204},
-	"POST /teams/:team/transfer":                {summary: "Make another member the owner; the owner becomes admin", role: "owner", body: transferBody{}, response: itemsOf[memberView]{}, status: 200},
-	"GET /teams/:team/members":                  {summary: "Members and their roles", role: "viewer", response: itemsOf[memberView]{}, status: 200},
-	"PATCH /teams/:team/members/:user":          {summary: "Change a member's role (admin, member, viewer)", role: "admin", body: roleBody{}, response: itemsOf[memberView]{}, status: 200},
-	"DELETE /teams/:team/members/:user":         {summary: "Remove a member (any member may remove themselves; not the owner)", role: "admin", status: 204},
-	"GET /teams/:team/invitations":              {summary: "Invitations, pending and past", role: "admin", response: itemsOf[invitationView]{}, status: 200},
-	"POST /teams/:team/invitations":             {summary: "Invite someone by email; the token is shown once", role: "admin", body: createInvitationBody{}, response: invitationCreated{}, status: 201},
-	"DELETE /teams/:team/invitations/:id":       {summary: "Revoke an invitation", role: "admin", status: 204},
-	"POST /invitations/accept":                  {summary: "Accept an invitation (signed in, or creating an account with a password)", body: acceptBody{}, response: teamView{}, status: 200},
-	"GET /teams/:team/clusters":                 {summary: "The team's clusters", role: "viewer", response: itemsOf[clusterView]{}, status: 200},
-	"POST /teams/:team/clusters":                {summary: "Create a cluster", role: "admin", body: createClusterBody{}, response: clusterView{}, status: 201},
-	"GET /teams/:team/audit":                    {summary: "The team's audit log, newest first (filters: cluster, actor, action, since, until, limit, before)", role: "admin", response: itemsOf[auditView]{}, status: 200},
-	"GET /clusters/:cluster":                    {summary: "A cluster", role: "viewer", response: clusterView{}, status: 200},
-	"DELETE /clusters/:cluster":                 {summary: "Delete a cluster and everything in it", role: "admin", status: 204},
-	"POST /clusters/:cluster/kubeconfig":        {summary: "A kubeconfig for the cluster with a new API token of the caller", role: "viewer", body: kubeconfigBody{}, status: 201, contentType: "application/yaml"},
-	"GET /clusters/:cluster/join-tokens":        {summary: "The cluster's node join tokens", role: "admin", response: itemsOf[joinTokenView]{}, status: 200},
-	"POST /clusters/:cluster/join-tokens":       {summary: "Create a node join token (K10<CA hash>::<id>.<secret>); shown once", role: "admin", body: createJoinTokenBody{}, response: joinTokenCreated{}, status: 201},
-	"DELETE /clusters/:cluster/join-tokens/:id": {summary: "Revoke a join token", role: "admin", status: 204},
-	"GET /tokens":                               {summary: "The caller's API tokens (never their secrets)", response: itemsOf[tokenView]{}, status: 200},
-	"POST /tokens":                              {summary: "Create an API token for the caller; shown once", body: createTokenBody{}, response: tokenCreated{}, status: 201},
-	"DELETE /tokens/:id":                        {summary: "Revoke one of the caller's API tokens", status: 204},
-	"POST /login":                               {summary: "Sign in with email and password: sets the session cookie and answers the CSRF token", body: loginBody{}, response: sessionView{}, status: 200},
-	"GET /session":                              {summary: "The caller's browser session and its CSRF token", response: sessionView{}, status: 200},
-	"POST /logout":                              {summary: "End the caller's browser session", status: 204},
-	"POST /password":                            {summary: "Change the caller's password; every session of theirs ends", body: passwordBody{}, status: 204},
+	"GET /me":                                          {summary: "The caller and their teams", response: meView{}, status: 200},
+	"GET /teams":                                       {summary: "The caller's teams", response: itemsOf[teamView]{}, status: 200},
+	"POST /teams":                                      {summary: "Create a team; the caller becomes its owner", body: createTeamBody{}, response: teamView{}, status: 201},
+	"GET /teams/:team":                                 {summary: "A team", role: "viewer", response: teamView{}, status: 200},
+	"PATCH /teams/:team":                               {summary: "Rename a team", role: "admin", body: renameTeamBody{}, response: teamView{}, status: 200},
+	"DELETE /teams/:team":                              {summary: "Delete a team, its clusters and everything in them", role: "owner", status: 204},
+	"POST /teams/:team/transfer":                       {summary: "Make another member the owner; the owner becomes admin", role: "owner", body: transferBody{}, response: itemsOf[memberView]{}, status: 200},
+	"GET /teams/:team/members":                         {summary: "Members and their roles", role: "viewer", response: itemsOf[memberView]{}, status: 200},
+	"PATCH /teams/:team/members/:user":                 {summary: "Change a member's role (admin, member, viewer)", role: "admin", body: roleBody{}, response: itemsOf[memberView]{}, status: 200},
+	"DELETE /teams/:team/members/:user":                {summary: "Remove a member (any member may remove themselves; not the owner)", role: "admin", status: 204},
+	"GET /teams/:team/invitations":                     {summary: "Invitations, pending and past", role: "admin", response: itemsOf[invitationView]{}, status: 200},
+	"POST /teams/:team/invitations":                    {summary: "Invite someone by email; the token is shown once", role: "admin", body: createInvitationBody{}, response: invitationCreated{}, status: 201},
+	"DELETE /teams/:team/invitations/:id":              {summary: "Revoke an invitation", role: "admin", status: 204},
+	"POST /invitations/accept":                         {summary: "Accept an invitation (signed in, or creating an account with a password)", body: acceptBody{}, response: teamView{}, status: 200},
+	"GET /teams/:team/clusters":                        {summary: "The team's clusters", role: "viewer", response: itemsOf[clusterView]{}, status: 200},
+	"POST /teams/:team/clusters":                       {summary: "Create a cluster", role: "admin", body: createClusterBody{}, response: clusterView{}, status: 201},
+	"GET /teams/:team/audit":                           {summary: "The team's audit log, newest first (filters: cluster, actor, action, since, until, limit, before)", role: "admin", response: itemsOf[auditView]{}, status: 200},
+	"GET /clusters/:cluster":                           {summary: "A cluster", role: "viewer", response: clusterView{}, status: 200},
+	"DELETE /clusters/:cluster":                        {summary: "Delete a cluster and everything in it", role: "admin", status: 204},
+	"POST /clusters/:cluster/kubeconfig":               {summary: "A kubeconfig for the cluster with a new API token of the caller", role: "viewer", body: kubeconfigBody{}, status: 201, contentType: "application/yaml"},
+	"GET /clusters/:cluster/join-tokens":               {summary: "The cluster's node join tokens", role: "admin", response: itemsOf[joinTokenView]{}, status: 200},
+	"POST /clusters/:cluster/join-tokens":              {summary: "Create a node join token (K10<CA hash>::<id>.<secret>); shown once", role: "admin", body: createJoinTokenBody{}, response: joinTokenCreated{}, status: 201},
+	"DELETE /clusters/:cluster/join-tokens/:id":        {summary: "Revoke a join token", role: "admin", status: 204},
+	"GET /tokens":                                      {summary: "The caller's API tokens (never their secrets)", response: itemsOf[tokenView]{}, status: 200},
+	"POST /tokens":                                     {summary: "Create an API token for the caller; shown once", body: createTokenBody{}, response: tokenCreated{}, status: 201},
+	"DELETE /tokens/:id":                               {summary: "Revoke one of the caller's API tokens", status: 204},
+	"POST /join":                                       {summary: "Exchange a join token for a node credential bound to one node name (the agent does this once)", body: joinBody{}, response: joinedView{}, status: 201},
+	"GET /clusters/:cluster/node-credentials":          {summary: "The cluster's node credentials (never their secrets)", role: "admin", response: itemsOf[nodeCredentialView]{}, status: 200},
+	"DELETE /clusters/:cluster/node-credentials/:node": {summary: "Revoke a node's credential: its agent is refused from the next request and the name may join again", role: "admin", status: 204},
+	"POST /login":                                      {summary: "Sign in with email and password: sets the session cookie and answers the CSRF token", body: loginBody{}, response: sessionView{}, status: 200},
+	"GET /session":                                     {summary: "The caller's browser session and its CSRF token", response: sessionView{}, status: 200},
+	"POST /logout":                                     {summary: "End the caller's browser session", status: 204},
+	"POST /password":                                   {summary: "Change the caller's password; every session of theirs ends", body: passwordBody{}, status: 204},
 }
 
 type invitationCreated struct {
@@ -127,7 +130,7 @@ func buildOpenAPI() map[string]any {
 		problemRef := map[string]any{"description": "A problem (RFC 9457)",
 			"content": map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Problem"}}}}
 		operation["responses"] = map[string]any{strconv.Itoa(o.status): ok, "default": problemRef}
-		if path != "/invitations/accept" && path != "/login" {
+		if path != "/invitations/accept" && path != "/login" && path != "/join" {
 			operation["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}}
 		}
 		paths[oaPath][strings.ToLower(method)] = operation

@@ -79,6 +79,7 @@ func (a *API) Register(e *echo.Echo) {
 	g.GET("/openapi.json", a.serveOpenAPI)
 	g.POST("/invitations/accept", a.public(a.acceptInvitation))
 	g.POST("/login", a.public(a.login))
+	g.POST("/join", a.public(a.join))
 	for _, r := range a.routes() {
 		g.Add(r.method, r.path, a.authenticated(r.h))
 	}
@@ -119,6 +120,8 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/tokens", a.listTokens},
 		{http.MethodPost, "/tokens", a.createToken},
 		{http.MethodDelete, "/tokens/:id", a.revokeToken},
+		{http.MethodGet, "/clusters/:cluster/node-credentials", a.listNodeCredentials},
+		{http.MethodDelete, "/clusters/:cluster/node-credentials/:node", a.revokeNodeCredential},
 		{http.MethodGet, "/session", a.session},
 		{http.MethodPost, "/logout", a.logout},
 		{http.MethodPost, "/password", a.changePassword},

@@ -440,7 +440,8 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		t.Fatalf("openapi %q", doc.OpenAPI)
 	}
 	a := &API{}
-	all := append(a.routes(), route{method: "POST", path: "/invitations/accept"}, route{method: "POST", path: "/login"})
+	all := append(a.routes(), route{method: "POST", path: "/invitations/accept"}, route{method: "POST", path: "/login"},
+		route{method: "POST", path: "/join"})
 	for _, r := range all {
 		key := r.method + " " + r.path
 		if _, ok := operations[key]; !ok {

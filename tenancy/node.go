@@ -1,0 +1,133 @@
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// NodeCredentialPrefix starts every node credential ("whn_" + random + checksum, like API tokens).
+const NodeCredentialPrefix = "whn_"
+
+// NodeCredential describes a node's credential; its secret is returned once, by JoinNode.
+type NodeCredential struct {
+	ID, ClusterID, NodeName, JoinTokenID string
+	CreatedAt, LastUsedAt, RevokedAt     time.Time
+}
+
+// JoinNode exchanges a join token for a credential of node nodeName in the token's cluster (counting one use
+// of the token). A node name already joined (with a live credential) is ErrConflict: revoke its credential
+// first to re-join it, so a leaked join token cannot take over an existing node. A bad join token is
+// ErrUnauthenticated; a node name that is not a DNS subdomain is ErrInvalid.
+func (s *Store) JoinNode(ctx context.Context, joinToken, nodeName string) (string, NodeCredential, error) {
+	if errs := validation.IsDNS1123Subdomain(nodeName); len(errs) > 0 {
+		return "", NodeCredential{}, fmt.Errorf("tenancy: node name %q: %s: %w", nodeName, errs[0], ErrInvalid)
+	}
+	_, id, _, err := ParseJoinToken(joinToken)
+	if err != nil {
+		return "", NodeCredential{}, fmt.Errorf("tenancy: join token: %w", ErrUnauthenticated)
+	}
+	var cluster string
+	if err := s.pool.QueryRow(ctx, `SELECT cluster_id FROM join_tokens WHERE id = $1`, id).Scan(&cluster); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", NodeCredential{}, fmt.Errorf("tenancy: join token: %w", ErrUnauthenticated)
+		}
+		return "", NodeCredential{}, translate("join node", err)
+	}
+	var taken bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM node_credentials WHERE cluster_id = $1
+		AND node_name = $2 AND revoked_at IS NULL)`, cluster, nodeName).Scan(&taken); err != nil {
+		return "", NodeCredential{}, translate("join node", err)
+	}
+	if taken {
+		return "", NodeCredential{}, fmt.Errorf("tenancy: node %q already joined cluster %s: %w", nodeName, cluster, ErrConflict)
+	}
+	jt, err := s.UseJoinToken(ctx, joinToken)
+	if err != nil {
+		return "", NodeCredential{}, err
+	}
+	secret := encodePrefixed(NodeCredentialPrefix, randomBase62(tokenRandLen))
+	h := hashToken(secret)
+	nc := NodeCredential{ClusterID: jt.ClusterID, NodeName: nodeName, JoinTokenID: jt.ID, CreatedAt: s.now()}
+	err = s.pool.QueryRow(ctx, `INSERT INTO node_credentials (cluster_id, node_name, hash, join_token_id, created_at)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id::text`, nc.ClusterID, nodeName, h[:], jt.ID, nc.CreatedAt).Scan(&nc.ID)
+	if pgCode(err) == codeUnique {
+		return "", NodeCredential{}, fmt.Errorf("tenancy: node %q already joined cluster %s: %w", nodeName, nc.ClusterID, ErrConflict)
+	}
+	if err != nil {
+		return "", NodeCredential{}, translate("join node", err)
+	}
+	return secret, nc, nil
+}
+
+// AuthenticateNode checks a node credential for a request to cluster and returns the node's name, fresh from
+// the database (a revoked credential fails the next request). A malformed, unknown or revoked credential is
+// ErrUnauthenticated; one of another cluster is ErrNotFound (the cluster does not exist for it).
+func (s *Store) AuthenticateNode(ctx context.Context, credential, cluster string) (string, error) {
+	if !wellFormedPrefixed(NodeCredentialPrefix, credential) {
+		return "", fmt.Errorf("tenancy: malformed node credential: %w", ErrUnauthenticated)
+	}
+	h := hashToken(credential)
+	var id, owner, node string
+	var revoked, used *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT id::text, cluster_id, node_name, revoked_at, last_used_at FROM node_credentials
+		WHERE hash = $1`, h[:]).Scan(&id, &owner, &node, &revoked, &used)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", fmt.Errorf("tenancy: unknown node credential: %w", ErrUnauthenticated)
+	case err != nil:
+		return "", translate("authenticate node", err)
+	case revoked != nil:
+		return "", fmt.Errorf("tenancy: node credential of %s revoked: %w", node, ErrUnauthenticated)
+	case owner != cluster:
+		return "", fmt.Errorf("tenancy: cluster %q: %w", cluster, ErrNotFound)
+	}
+	now := s.now()
+	if used == nil || now.Sub(*used) >= lastUsedEvery {
+		if _, err := s.pool.Exec(ctx, `UPDATE node_credentials SET last_used_at = $2 WHERE id = $1`, id, now); err != nil {
+			s.log.Warn("recording node credential use failed", "node", node, "err", translate("touch node credential", err))
+		}
+	}
+	return node, nil
+}
+
+// NodeCredentials lists a cluster's node credentials, live and revoked, by node name.
+func (s *Store) NodeCredentials(ctx context.Context, cluster string) ([]NodeCredential, error) {
+	if !ValidID(cluster) {
+		return nil, fmt.Errorf("tenancy: cluster %q: %w", cluster, ErrNotFound)
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT id::text, cluster_id, node_name, coalesce(join_token_id, ''), created_at,
+		last_used_at, revoked_at FROM node_credentials WHERE cluster_id = $1 ORDER BY node_name, created_at`, cluster)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NodeCredential, error) {
+		var nc NodeCredential
+		var used, revoked *time.Time
+		err := r.Scan(&nc.ID, &nc.ClusterID, &nc.NodeName, &nc.JoinTokenID, &nc.CreatedAt, &used, &revoked)
+		nc.LastUsedAt, nc.RevokedAt = deref(used), deref(revoked)
+		return nc, err
+	})
+	if err != nil {
+		return nil, translate("node credentials", err)
+	}
+	if out == nil {
+		out = []NodeCredential{}
+	}
+	return out, nil
+}
+
+// RevokeNodeCredential revokes the live credential of a node; the node's agent is refused from its next request
+// and the name may join again. No live credential is ErrNotFound.
+func (s *Store) RevokeNodeCredential(ctx context.Context, cluster, nodeName string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE node_credentials SET revoked_at = $3 WHERE cluster_id = $1 AND node_name = $2
+		AND revoked_at IS NULL`, cluster, nodeName, s.now())
+	if err != nil {
+		return translate("revoke node credential", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("tenancy: node %q of cluster %s has no live credential: %w", nodeName, cluster, ErrNotFound)
+	}
+	return nil
+}
