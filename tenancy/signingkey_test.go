@@ -41,3 +41,18 @@ func TestSigningKeyIsCreatedOnceAndShared(t *testing.T) {
 		t.Fatalf("%d keys stored, want 1", n)
 	}
 }
+
+func TestSharedCAKeepsTheFirst(t *testing.T) {
+	db := newTestDB(t)
+	a, b := db.open(t, nil), db.open(t, nil)
+	c1, k1, err := a.SharedCA(t.Context(), []byte("cert-a"), []byte("key-a"))
+	if err != nil || string(c1) != "cert-a" || string(k1) != "key-a" {
+		t.Fatalf("first: %s %s %v", c1, k1, err)
+	}
+	c2, k2, err := b.SharedCA(t.Context(), []byte("cert-b"), []byte("key-b"))
+	if err != nil || string(c2) != "cert-a" || string(k2) != "key-a" {
+		t.Fatalf("second replica got %s %s %v, want the first CA", c2, k2, err)
+	}
+	_, _, err = a.SharedCA(t.Context(), nil, nil)
+	wantErr(t, err, ErrInvalid)
+}

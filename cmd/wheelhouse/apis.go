@@ -22,19 +22,12 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/version"
 )
 
-// apis opens the tenancy store, bootstraps the first team, cluster and admin (printing generated secrets once),
-// makes sure every cluster has its system objects, and returns the routes of the Kubernetes API of every
-// cluster and of the platform API. caPEM is the CA of the serving certificate (nil for a given certificate).
-func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, caPEM []byte, log *slog.Logger) ([]func(*echo.Echo), func(), error) {
-	// Tokens are checked against the database on every request (no positive cache), so revocations apply at
-	// once on every replica; cluster rows are cached briefly.
-	ten, err := tenancy.Open(ctx, tenancy.Config{URL: url, Logger: log.With("component", "tenancy"), MaxConns: 16})
-	if err != nil {
-		return nil, nil, fmt.Errorf("open tenancy store: %w", err)
-	}
+// apis bootstraps the first team, cluster and admin (printing generated secrets once), makes sure every
+// cluster has its system objects, and returns the routes of the Kubernetes API of every cluster and of the
+// platform API. caPEM is the CA of the serving certificate (nil for a given certificate). The caller closes ten.
+func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.Store, caPEM []byte, log *slog.Logger) ([]func(*echo.Echo), func(), error) {
 	res, err := ten.Bootstrap(ctx, tenancy.BootstrapConfig{Token: cfg.BootstrapToken, Password: cfg.BootstrapPassword})
 	if err != nil {
-		ten.Close()
 		return nil, nil, fmt.Errorf("bootstrap: %w", err)
 	}
 	if res.TokenUnusable {
@@ -44,12 +37,10 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 	reg := resources.Default()
 	spec, err := openapi.Build(reg, version.Get().GitVersion)
 	if err != nil {
-		ten.Close()
 		return nil, nil, fmt.Errorf("build OpenAPI: %w", err)
 	}
 	tc, err := managedfields.NewTypeConverter(spec.Models(), false)
 	if err != nil {
-		ten.Close()
 		return nil, nil, fmt.Errorf("OpenAPI models: %w", err)
 	}
 	// The authorizer reads RBAC objects through the API's watch cache, so it is bound once the API exists.
@@ -63,7 +54,6 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 		DisableWatchCache: cfg.WatchCache == "off"})
 	if err != nil {
 		auditW.Close()
-		ten.Close()
 		return nil, nil, err
 	}
 	src, err := api.RBACSource()
@@ -73,7 +63,6 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 	if err != nil {
 		api.Close()
 		auditW.Close()
-		ten.Close()
 		return nil, nil, err
 	}
 	retention, _ := time.ParseDuration(cfg.AuditRetention) // validated
@@ -83,7 +72,6 @@ func apis(ctx context.Context, cfg serverConfig, url string, st *store.Store, ca
 		stopPrune()
 		api.Close()
 		auditW.Close()
-		ten.Close()
 	}
 	clusters, err := ten.Clusters(ctx)
 	if err != nil {

@@ -27,7 +27,9 @@ func TestWatchAcrossReplicasAndRestart(t *testing.T) {
 	env := []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t), "WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}
 	a := startServer(t, bin, env, "--data-dir", dataDir)
 	a.waitReady(t)
-	b := startServer(t, bin, env, "--data-dir", dataDir) // shares the serving CA in dataDir
+	// B has its own data directory: the serving CA is shared through the database, so a kubeconfig that pins
+	// A's CA verifies B's certificate too.
+	b := startServer(t, bin, env, "--data-dir", t.TempDir())
 	b.waitReady(t)
 	ca, cb := clientFor(t, bin, a.url, dataDir), clientFor(t, bin, b.url, dataDir)
 	ctx := t.Context()

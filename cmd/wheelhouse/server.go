@@ -21,6 +21,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/server/servingcert"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/store/pgserver"
+	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 	"github.com/wheelhouse-dev/wheelhouse/version"
 )
 
@@ -176,11 +177,18 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-	tlsCfg, caPEM, err := servingTLS(cfg)
+	// Tokens are checked against the database on every request (no positive cache), so revocations apply at
+	// once on every replica; cluster rows are cached briefly.
+	ten, err := tenancy.Open(ctx, tenancy.Config{URL: url, Logger: log.With("component", "tenancy"), MaxConns: 16})
+	if err != nil {
+		return fmt.Errorf("open tenancy store: %w", err)
+	}
+	defer ten.Close()
+	tlsCfg, caPEM, err := servingTLS(ctx, cfg, ten)
 	if err != nil {
 		return err
 	}
-	mount, closeAPI, err := apis(ctx, cfg, url, st, caPEM, log)
+	mount, closeAPI, err := apis(ctx, cfg, ten, st, caPEM, log)
 	if err != nil {
 		return err
 	}
@@ -242,7 +250,7 @@ func migrate(ctx context.Context, url string, log *slog.Logger) error {
 
 // servingTLS loads the configured certificate, or the self-managed one in DataDir/tls (created on first start;
 // its CA goes into kubeconfigs).
-func servingTLS(cfg serverConfig) (*tls.Config, []byte, error) {
+func servingTLS(ctx context.Context, cfg serverConfig, shared servingcert.CAStore) (*tls.Config, []byte, error) {
 	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err != nil {
@@ -257,7 +265,7 @@ func servingTLS(cfg serverConfig) (*tls.Config, []byte, error) {
 	if h, err := os.Hostname(); err == nil {
 		hosts = append(hosts, h)
 	}
-	cert, caPEM, err := servingcert.Ensure(filepath.Join(cfg.DataDir, "tls"), hosts, time.Now())
+	cert, caPEM, err := servingcert.EnsureShared(ctx, shared, filepath.Join(cfg.DataDir, "tls"), hosts, time.Now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("serving certificate: %w", err)
 	}

@@ -5,6 +5,8 @@
 package servingcert
 
 import (
+	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -54,6 +56,49 @@ func Ensure(dir string, hosts []string, now time.Time) (tls.Certificate, []byte,
 	}
 	cert, err := issue(dir, ca, caPriv, hosts, now)
 	return cert, caPEM, err
+}
+
+// CAStore shares one CA between replicas (tenancy.Store implements it): it keeps the first candidate it is
+// offered and returns the kept one to everyone.
+type CAStore interface {
+	SharedCA(ctx context.Context, certPEM, keyPEM []byte) ([]byte, []byte, error)
+}
+
+// EnsureShared is Ensure with the CA shared through store: this directory's CA (created if missing) is offered;
+// if another replica's was stored first, that one replaces the local CA files (and the serving certificate is
+// issued again from it). So every replica presents a certificate from the same CA, and an existing
+// installation's CA becomes the shared one.
+func EnsureShared(ctx context.Context, store CAStore, dir string, hosts []string, now time.Time) (tls.Certificate, []byte, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("servingcert: %w", err)
+	}
+	if _, _, _, err := loadOrCreateCA(dir, now); err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	localCert, err := os.ReadFile(filepath.Join(dir, CAFile))
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("servingcert: %w", err)
+	}
+	localKey, err := os.ReadFile(filepath.Join(dir, caKey))
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("servingcert: %w", err)
+	}
+	sharedCert, sharedKey, err := store.SharedCA(ctx, localCert, localKey)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("servingcert: shared CA: %w", err)
+	}
+	if !bytes.Equal(sharedCert, localCert) || !bytes.Equal(sharedKey, localKey) {
+		if _, err := tls.X509KeyPair(sharedCert, sharedKey); err != nil {
+			return tls.Certificate{}, nil, fmt.Errorf("servingcert: the shared CA is unusable: %w", err)
+		}
+		if err := writeAtomic(filepath.Join(dir, caKey), sharedKey, 0o600); err != nil {
+			return tls.Certificate{}, nil, err
+		}
+		if err := writeAtomic(filepath.Join(dir, CAFile), sharedCert, 0o644); err != nil {
+			return tls.Certificate{}, nil, err
+		}
+	}
+	return Ensure(dir, hosts, now) // the serving certificate is re-issued unless signed by the shared CA
 }
 
 func loadOrCreateCA(dir string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {

@@ -1,6 +1,9 @@
 package servingcert
 
 import (
+	"bytes"
+	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"os"
 	"path/filepath"
@@ -42,5 +45,54 @@ func TestEnsureCreatesThenReuses(t *testing.T) {
 	late, _, err := Ensure(dir, []string{"new.example"}, now.Add(300*24*time.Hour))
 	if err != nil || string(late.Certificate[0]) == string(other.Certificate[0]) {
 		t.Errorf("a certificate near expiry must be renewed (err %v)", err)
+	}
+}
+
+// memCAStore keeps the first CA offered, like tenancy.Store.SharedCA.
+type memCAStore struct{ cert, key []byte }
+
+func (m *memCAStore) SharedCA(_ context.Context, cert, key []byte) ([]byte, []byte, error) {
+	if m.cert == nil {
+		m.cert, m.key = cert, key
+	}
+	return m.cert, m.key, nil
+}
+
+func TestEnsureSharedGivesReplicasOneCA(t *testing.T) {
+	store := &memCAStore{}
+	now := time.Now()
+	first, second := t.TempDir(), t.TempDir()
+	cert1, ca1, err := EnsureShared(context.Background(), store, first, []string{"a.example"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second replica had a CA of its own already: the shared one replaces it.
+	if _, _, err := Ensure(second, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	cert2, ca2, err := EnsureShared(context.Background(), store, second, []string{"b.example"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ca1, ca2) {
+		t.Fatal("the replicas have different CAs")
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca1)
+	for _, c := range []struct {
+		cert tls.Certificate
+		host string
+	}{{cert1, "a.example"}, {cert2, "b.example"}} {
+		leaf, err := x509.ParseCertificate(c.cert.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: c.host}); err != nil {
+			t.Errorf("%s's certificate does not verify against the shared CA: %v", c.host, err)
+		}
+	}
+	onDisk, err := os.ReadFile(filepath.Join(second, CAFile))
+	if err != nil || !bytes.Equal(onDisk, ca1) {
+		t.Fatalf("the second replica's data dir keeps its old CA (%v)", err)
 	}
 }
