@@ -34,6 +34,24 @@ func TestBinary(t *testing.T) {
 	t.Run("server with embedded PostgreSQL", func(t *testing.T) { testEmbeddedPostgres(t, bin) })
 	t.Run("server with database URL", func(t *testing.T) { testDatabaseURL(t, bin) })
 	t.Run("signal during initdb", func(t *testing.T) { testSignalDuringInitdb(t, bin) })
+	t.Run("plain HTTP for local development", func(t *testing.T) { testPlainHTTP(t, bin) })
+}
+
+// testPlainHTTP: --tls off serves plain HTTP (and creates no CA).
+func testPlainHTTP(t *testing.T, bin string) {
+	dataDir := t.TempDir()
+	p := startServer(t, bin, []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t)}, "--data-dir", dataDir, "--tls", "off")
+	p.waitReady(t)
+	if !strings.HasPrefix(p.url, "http://") {
+		t.Fatalf("server URL %q, want http://", p.url)
+	}
+	if res, body := httpGet(t, p.url+"/readyz"); res.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz over HTTP: %d %s", res.StatusCode, body)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "tls")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a CA was created for a plain-HTTP server (%v)", err)
+	}
+	p.stop(t, syscall.SIGTERM)
 }
 
 func testVersionBinary(t *testing.T, bin string) {

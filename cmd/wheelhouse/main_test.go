@@ -30,14 +30,14 @@ func parseServer(t *testing.T, env map[string]string, args ...string) serverConf
 
 func TestServerFlagsAndEnv(t *testing.T) {
 	defaults := serverConfig{Listen: "127.0.0.1:8080", DataDir: "./.wheelhouse", LogLevel: "info", LogFormat: "text",
-		Retention: "5m", WatchCache: "on", AuditRetention: "2160h"}
+		Retention: "5m", WatchCache: "on", AuditRetention: "2160h", TLS: "on"}
 	env := map[string]string{
 		"WHEELHOUSE_LISTEN": "0.0.0.0:9000", "WHEELHOUSE_DATABASE_URL": "postgres://env/db",
 		"WHEELHOUSE_DATA_DIR": "/env/data", "WHEELHOUSE_LOG_LEVEL": "debug", "WHEELHOUSE_LOG_FORMAT": "json",
 		"WHEELHOUSE_HISTORY_RETENTION": "10m", "WHEELHOUSE_WATCH_CACHE": "off",
 	}
 	fromEnv := serverConfig{Listen: "0.0.0.0:9000", DatabaseURL: "postgres://env/db", DataDir: "/env/data",
-		LogLevel: "debug", LogFormat: "json", Retention: "10m", WatchCache: "off", AuditRetention: "2160h"}
+		LogLevel: "debug", LogFormat: "json", Retention: "10m", WatchCache: "off", AuditRetention: "2160h", TLS: "on"}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -50,7 +50,7 @@ func TestServerFlagsAndEnv(t *testing.T) {
 			"--data-dir", "/flag", "--log-level", "warn", "--log-format", "text", "--history-retention", "1h",
 			"--watch-cache", "on"},
 			serverConfig{Listen: "127.0.0.1:1", DatabaseURL: "postgres://flag/db", DataDir: "/flag", LogLevel: "warn",
-				LogFormat: "text", Retention: "1h", WatchCache: "on", AuditRetention: "2160h"}},
+				LogFormat: "text", Retention: "1h", WatchCache: "on", AuditRetention: "2160h", TLS: "on"}},
 		{"flag equal to default still wins", env, []string{"--listen", "127.0.0.1:8080"},
 			func() serverConfig { c := fromEnv; c.Listen = "127.0.0.1:8080"; return c }()},
 		{"empty env is unset", map[string]string{"WHEELHOUSE_LISTEN": ""}, nil, defaults},
@@ -77,7 +77,7 @@ func TestHelpDoesNotPrintEnvironment(t *testing.T) {
 
 func TestServerConfigValidate(t *testing.T) {
 	ok := serverConfig{Listen: "127.0.0.1:8080", DataDir: "d", LogLevel: "info", LogFormat: "text", Retention: "5m",
-		WatchCache: "on", AuditRetention: "24h"}
+		WatchCache: "on", AuditRetention: "24h", TLS: "on"}
 	for _, tc := range []struct {
 		name    string
 		change  func(*serverConfig)
@@ -92,6 +92,8 @@ func TestServerConfigValidate(t *testing.T) {
 		{"bad retention", func(c *serverConfig) { c.Retention = "soon" }, "--history-retention"},
 		{"retention too short", func(c *serverConfig) { c.Retention = "10s" }, "--history-retention"},
 		{"bad watch cache", func(c *serverConfig) { c.WatchCache = "maybe" }, "--watch-cache"},
+		{"bad tls", func(c *serverConfig) { c.TLS = "maybe" }, "--tls"},
+		{"tls off with a certificate", func(c *serverConfig) { c.TLS, c.TLSCertFile = "off", "x.crt" }, "--tls off"},
 		{"audit retention too short", func(c *serverConfig) { c.AuditRetention = "5m" }, "--audit-retention"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,8 @@ type serverConfig struct {
 	WatchCache string
 	// AuditRetention is how long audit records are kept (a duration).
 	AuditRetention string
+	// TLS is "on" (default: HTTPS) or "off" (plain HTTP, for local development only).
+	TLS string
 }
 
 // Validate reports a configuration that cannot work.
@@ -59,6 +61,12 @@ func (c serverConfig) Validate() error {
 	}
 	if d, err := time.ParseDuration(c.AuditRetention); err != nil || d < time.Hour {
 		return fmt.Errorf("--audit-retention/WHEELHOUSE_AUDIT_RETENTION %q: want a duration of at least 1h", c.AuditRetention)
+	}
+	if c.TLS != "on" && c.TLS != "off" {
+		return fmt.Errorf("--tls/WHEELHOUSE_TLS %q: want on or off", c.TLS)
+	}
+	if c.TLS == "off" && (c.TLSCertFile != "" || c.TLSKeyFile != "") {
+		return errors.New("--tls off contradicts --tls-cert-file/--tls-key-file")
 	}
 	if c.WatchCache != "on" && c.WatchCache != "off" {
 		return fmt.Errorf("--watch-cache/WHEELHOUSE_WATCH_CACHE %q: want on or off", c.WatchCache)
@@ -105,6 +113,7 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.TLSCertFile, "tls-cert-file", "WHEELHOUSE_TLS_CERT_FILE", "", "serving certificate (PEM); empty: a self-managed CA and certificate in <data-dir>/tls"},
 		{&cfg.TLSKeyFile, "tls-key-file", "WHEELHOUSE_TLS_KEY_FILE", "", "private key of --tls-cert-file (PEM)"},
 		{&cfg.Retention, "history-retention", "WHEELHOUSE_HISTORY_RETENTION", "5m", "how long change history is kept for watches to resume from"},
+		{&cfg.TLS, "tls", "WHEELHOUSE_TLS", "on", "serve HTTPS (on) or plain HTTP (off: local development only; Kubernetes clients send tokens only over TLS)"},
 		{&cfg.AuditRetention, "audit-retention", "WHEELHOUSE_AUDIT_RETENTION", "2160h", "how long audit records are kept (default 90 days)"},
 		{&cfg.WatchCache, "watch-cache", "WHEELHOUSE_WATCH_CACHE", "on", "serve Kubernetes API watches and lists from memory: on or off (every read from PostgreSQL)"},
 	}
@@ -251,6 +260,9 @@ func migrate(ctx context.Context, url string, log *slog.Logger) error {
 // servingTLS loads the configured certificate, or the self-managed one in DataDir/tls (created on first start;
 // its CA goes into kubeconfigs).
 func servingTLS(ctx context.Context, cfg serverConfig, shared servingcert.CAStore) (*tls.Config, []byte, error) {
+	if cfg.TLS == "off" {
+		return nil, nil, nil
+	}
 	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err != nil {
