@@ -485,7 +485,13 @@ func (e *env) doWith(headers map[string]string, method, path, body string) (resp
 func TestBrowserSessions(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	if _, err := e.ten.CreateUser(ctx, "sue@example.com", "a long enough password"); err != nil {
+	sue, err := e.ten.CreateUser(ctx, "sue@example.com", "a long enough password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv struct{ Token string }
+	e.ok(e.admin, "POST", "/teams/default/invitations", `{"email":"sue@example.com","role":"viewer"}`, 201).json(t, &inv)
+	if _, err := e.ten.AcceptInvitation(ctx, inv.Token, sue.ID); err != nil {
 		t.Fatal(err)
 	}
 	r, h := e.doWith(nil, "POST", "/login", `{"email":"sue@example.com","password":"a long enough password"}`)
@@ -529,6 +535,9 @@ func TestBrowserSessions(t *testing.T) {
 	a, _ := e.doWith(nil, "POST", "/login", `{"email":"sue@example.com","password":"wrong password"}`)
 	b, _ := e.doWith(nil, "POST", "/login", `{"email":"nobody@example.com","password":"wrong password"}`)
 	pa, pb := a.problem(t, 401), b.problem(t, 401)
+	if n := auditCount(t, e, "POST /login", "401"); n == 0 {
+		t.Error("a failed sign-in of a known account is not in its team's audit log")
+	}
 	if pa.Detail != pb.Detail || pa.Title != pb.Detail && pa.Title != pb.Title {
 		t.Errorf("different answers: %+v vs %+v", pa, pb)
 	}
@@ -574,4 +583,18 @@ func TestLoginThrottling(t *testing.T) {
 	if h.Get("Retry-After") == "" {
 		t.Error("429 without Retry-After")
 	}
+}
+
+// auditCount counts the records of team default with action and result (as its admin reads them).
+func auditCount(t *testing.T, e *env, action, result string) int {
+	t.Helper()
+	var log struct{ Items []auditView }
+	e.ok(e.admin, "GET", "/teams/default/audit?limit=1000", "", 200).json(t, &log)
+	n := 0
+	for _, ev := range log.Items {
+		if ev.Action == action && ev.Result == result {
+			n++
+		}
+	}
+	return n
 }

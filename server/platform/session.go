@@ -59,6 +59,13 @@ func (a *API) login(c echo.Context, who *caller) *Problem {
 	r := c.Request()
 	id, sess, err := a.cfg.Tenancy.SignIn(r.Context(), b.Email, b.Password, remoteAddr(r), r.UserAgent())
 	who.Email = tenancy.NormalizeEmail(b.Email)
+	if err != nil {
+		// A failed sign-in of an existing account goes to the audit logs of its teams (the answer stays the
+		// same for unknown accounts).
+		if u, uerr := a.cfg.Tenancy.UserByEmail(r.Context(), b.Email); uerr == nil {
+			who.UserID = u.ID
+		}
+	}
 	switch {
 	case errors.Is(err, tenancy.ErrThrottled):
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(tenancy.ThrottleWindow.Seconds())))
