@@ -266,6 +266,19 @@ func TestTeamIsolation(t *testing.T) {
 	} {
 		e.do(e.admin, tc.method, tc.path, tc.body).problem(t, 404)
 	}
+	// Every team- or cluster-scoped endpoint, whatever the method: 404.
+	olga := e.userID(other)
+	for _, r := range (&API{}).routes() {
+		if !strings.Contains(r.path, ":team") && !strings.Contains(r.path, ":cluster") {
+			continue
+		}
+		path := strings.NewReplacer(":team", "olgas", ":cluster", "olga-prod", ":user", olga, ":id", "x1", ":node", "n1").Replace(r.path)
+		body := ""
+		if r.method != "GET" && r.method != "DELETE" {
+			body = "{}"
+		}
+		e.do(e.admin, r.method, path, body).problem(t, 404)
+	}
 	var teams itemsOf[teamView]
 	e.ok(e.admin, "GET", "/teams", "", 200).json(t, &teams)
 	if len(teams.Items) != 1 || teams.Items[0].ID != "default" {
