@@ -35,6 +35,14 @@ type Request struct {
 	Name        string
 	// Path is set (and Resource empty) for a non-resource request ("/version", "/apis").
 	Path string
+	// MinRevision, when set, is a store revision the decision must reflect (the revision at the request's
+	// authentication): with a Source that can wait (a Waiter), the RBAC state is brought at least that far first.
+	MinRevision int64
+}
+
+// Waiter is a Source that can wait until its objects of a cluster reflect a store revision.
+type Waiter interface {
+	WaitFor(ctx context.Context, cluster string, rev int64) error
 }
 
 // Decision is the answer to a Request.
@@ -82,8 +90,19 @@ func New(cfg Config) (*Authorizer, error) {
 		building: map[string]*build{}}, nil
 }
 
-// Authorize decides req: for a node, the node authorizer first; then RBAC under the cluster's current objects.
+// Authorize decides req: for a node, the node authorizer first; then RBAC under the cluster's current objects
+// (at least as new as req.MinRevision).
 func (a *Authorizer) Authorize(ctx context.Context, req Request) (Decision, error) {
+	if w, ok := a.src.(Waiter); ok && req.MinRevision > 0 {
+		if err := w.WaitFor(ctx, req.Cluster, req.MinRevision); err != nil {
+			if ctx.Err() != nil {
+				return Decision{}, ctx.Err()
+			}
+			// The cache could not catch up in time: decide on what it has (a moment behind) rather than fail.
+			a.log.Warn("RBAC state did not reach the request's revision; deciding on the state at hand", "err", err,
+				"cluster", req.Cluster, "revision", req.MinRevision)
+		}
+	}
 	if node, ok := NodeName(req.User, req.Groups); ok {
 		allowed, why, err := a.authorizeNode(ctx, node, req)
 		if err != nil {

@@ -14,6 +14,10 @@ type Access struct {
 	Principal
 	// Role is the caller's role in the cluster's team: RoleOwner, RoleAdmin, RoleMember or RoleViewer.
 	Role string
+	// Revision is the object store's revision (wh_meta) read in the same snapshot: every write committed before
+	// the request started is at or below it, so an authorizer that waits for its RBAC state to reach it decides
+	// on everything the caller could have written or read before (read with the token lookup, at no extra cost).
+	Revision int64
 }
 
 // The team roles.
@@ -42,9 +46,10 @@ func (s *Store) AuthenticateCluster(ctx context.Context, bearer, cluster string)
 	err := s.pool.QueryRow(ctx, `SELECT t.id::text, t.user_id::text, u.email, u.disabled, t.expires_at, t.revoked_at,
 			t.last_used_at,
 			(SELECT m.role FROM clusters c JOIN memberships m ON m.team_id = c.team_id
-				WHERE c.id = $2 AND m.user_id = t.user_id)
+				WHERE c.id = $2 AND m.user_id = t.user_id),
+			(SELECT rev FROM wh_meta WHERE id = 1)
 		FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`, h[:], cluster).Scan(
-		&a.TokenID, &a.UserID, &a.Email, &disabled, &expires, &revoked, &lastUsed, &role)
+		&a.TokenID, &a.UserID, &a.Email, &disabled, &expires, &revoked, &lastUsed, &role, &a.Revision)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, fmt.Errorf("tenancy: unknown token: %w", ErrUnauthenticated)

@@ -13,8 +13,9 @@ func TestAuthenticateCluster(t *testing.T) {
 	clock := newFakeClock()
 	s, res := withAdminToken(t, db, clock)
 	ctx := t.Context()
+	db.exec(t, "UPDATE wh_meta SET rev = 42 WHERE id = 1")
 	a, err := s.AuthenticateCluster(ctx, res.Token, DefaultCluster)
-	if err != nil || a.Role != RoleOwner || a.Email != AdminEmail || !a.Admin {
+	if err != nil || a.Role != RoleOwner || a.Email != AdminEmail || !a.Admin || a.Revision != 42 {
 		t.Fatalf("admin on the default cluster: %+v %v", a, err)
 	}
 	db.exec(t, "INSERT INTO teams (id, name) VALUES ('other', 'Other')")

@@ -64,27 +64,30 @@ func (s *Store) JoinNode(ctx context.Context, joinToken, nodeName string) (strin
 	return secret, nc, nil
 }
 
-// AuthenticateNode checks a node credential for a request to cluster and returns the node's name, fresh from
-// the database (a revoked credential fails the next request). A malformed, unknown or revoked credential is
-// ErrUnauthenticated; one of another cluster is ErrNotFound (the cluster does not exist for it).
-func (s *Store) AuthenticateNode(ctx context.Context, credential, cluster string) (string, error) {
+// AuthenticateNode checks a node credential for a request to cluster and returns the node's name and the
+// object store's revision (see Access.Revision), fresh from the database (a revoked credential fails the next
+// request). A malformed, unknown or revoked credential is ErrUnauthenticated; one of another cluster is
+// ErrNotFound (the cluster does not exist for it).
+func (s *Store) AuthenticateNode(ctx context.Context, credential, cluster string) (string, int64, error) {
 	if !wellFormedPrefixed(NodeCredentialPrefix, credential) {
-		return "", fmt.Errorf("tenancy: malformed node credential: %w", ErrUnauthenticated)
+		return "", 0, fmt.Errorf("tenancy: malformed node credential: %w", ErrUnauthenticated)
 	}
 	h := hashToken(credential)
 	var id, owner, node string
+	var rev int64
 	var revoked, used *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT id::text, cluster_id, node_name, revoked_at, last_used_at FROM node_credentials
-		WHERE hash = $1`, h[:]).Scan(&id, &owner, &node, &revoked, &used)
+	err := s.pool.QueryRow(ctx, `SELECT id::text, cluster_id, node_name, revoked_at, last_used_at,
+		(SELECT rev FROM wh_meta WHERE id = 1) FROM node_credentials WHERE hash = $1`, h[:]).Scan(
+		&id, &owner, &node, &revoked, &used, &rev)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", fmt.Errorf("tenancy: unknown node credential: %w", ErrUnauthenticated)
+		return "", 0, fmt.Errorf("tenancy: unknown node credential: %w", ErrUnauthenticated)
 	case err != nil:
-		return "", translate("authenticate node", err)
+		return "", 0, translate("authenticate node", err)
 	case revoked != nil:
-		return "", fmt.Errorf("tenancy: node credential of %s revoked: %w", node, ErrUnauthenticated)
+		return "", 0, fmt.Errorf("tenancy: node credential of %s revoked: %w", node, ErrUnauthenticated)
 	case owner != cluster:
-		return "", fmt.Errorf("tenancy: cluster %q: %w", cluster, ErrNotFound)
+		return "", 0, fmt.Errorf("tenancy: cluster %q: %w", cluster, ErrNotFound)
 	}
 	now := s.now()
 	if used == nil || now.Sub(*used) >= lastUsedEvery {
@@ -92,7 +95,7 @@ func (s *Store) AuthenticateNode(ctx context.Context, credential, cluster string
 			s.log.Warn("recording node credential use failed", "node", node, "err", translate("touch node credential", err))
 		}
 	}
-	return node, nil
+	return node, rev, nil
 }
 
 // NodeCredentials lists a cluster's node credentials, live and revoked, by node name.

@@ -19,7 +19,7 @@ func TestJoinNodeAndAuthenticate(t *testing.T) {
 	if err != nil || !strings.HasPrefix(cred, NodeCredentialPrefix) || nc.NodeName != "worker-1" || nc.ClusterID != DefaultCluster {
 		t.Fatalf("JoinNode: %q %+v %v", cred, nc, err)
 	}
-	if node, err := s.AuthenticateNode(ctx, cred, DefaultCluster); err != nil || node != "worker-1" {
+	if node, _, err := s.AuthenticateNode(ctx, cred, DefaultCluster); err != nil || node != "worker-1" {
 		t.Fatalf("AuthenticateNode: %q %v", node, err)
 	}
 	// The name is taken while its credential lives: a join token cannot take over an existing node.
@@ -27,10 +27,10 @@ func TestJoinNodeAndAuthenticate(t *testing.T) {
 	wantErr(t, err, ErrConflict)
 	// Another cluster does not exist for this credential.
 	db.exec(t, "INSERT INTO clusters (id, team_id, name) VALUES ('other', 'default', 'other')")
-	_, err = s.AuthenticateNode(ctx, cred, "other")
+	_, _, err = s.AuthenticateNode(ctx, cred, "other")
 	wantErr(t, err, ErrNotFound)
 	for _, bad := range []string{"", "whn_short", "whp_" + cred[4:], typo(cred)} {
-		_, err = s.AuthenticateNode(ctx, bad, DefaultCluster)
+		_, _, err = s.AuthenticateNode(ctx, bad, DefaultCluster)
 		wantErr(t, err, ErrUnauthenticated)
 	}
 	_, _, err = s.JoinNode(ctx, jt, "Not_A_Name")
@@ -41,14 +41,14 @@ func TestJoinNodeAndAuthenticate(t *testing.T) {
 	if err := s.RevokeNodeCredential(ctx, DefaultCluster, "worker-1"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.AuthenticateNode(ctx, cred, DefaultCluster)
+	_, _, err = s.AuthenticateNode(ctx, cred, DefaultCluster)
 	wantErr(t, err, ErrUnauthenticated)
 	wantErr(t, s.RevokeNodeCredential(ctx, DefaultCluster, "worker-1"), ErrNotFound)
 	cred2, _, err := s.JoinNode(ctx, jt, "worker-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if node, err := s.AuthenticateNode(ctx, cred2, DefaultCluster); err != nil || node != "worker-1" {
+	if node, _, err := s.AuthenticateNode(ctx, cred2, DefaultCluster); err != nil || node != "worker-1" {
 		t.Fatalf("re-joined: %q %v", node, err)
 	}
 	_, _, err = s.JoinNode(ctx, jt, "worker-2") // max uses reached

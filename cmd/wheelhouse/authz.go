@@ -32,7 +32,7 @@ type tokenAuthenticator struct{ ten *tenancy.Store }
 // a node credential authenticates its node (user system:node:<name>, group system:nodes) in its own cluster.
 func (a tokenAuthenticator) AuthenticateToken(ctx context.Context, cluster, token string) (kubeapi.User, error) {
 	if strings.HasPrefix(token, tenancy.NodeCredentialPrefix) {
-		node, err := a.ten.AuthenticateNode(ctx, token, cluster)
+		node, rev, err := a.ten.AuthenticateNode(ctx, token, cluster)
 		switch {
 		case errors.Is(err, tenancy.ErrUnauthenticated):
 			return kubeapi.User{}, kubeapi.ErrUnauthenticated
@@ -41,7 +41,8 @@ func (a tokenAuthenticator) AuthenticateToken(ctx context.Context, cluster, toke
 		case err != nil:
 			return kubeapi.User{}, err
 		}
-		return kubeapi.User{Name: rbac.NodeUserPrefix + node, Groups: []string{rbac.NodesGroup, "system:authenticated"}}, nil
+		return kubeapi.User{Name: rbac.NodeUserPrefix + node, Groups: []string{rbac.NodesGroup, "system:authenticated"},
+			Revision: rev}, nil
 	}
 	acc, err := a.ten.AuthenticateCluster(ctx, token, cluster)
 	switch {
@@ -52,7 +53,7 @@ func (a tokenAuthenticator) AuthenticateToken(ctx context.Context, cluster, toke
 	case err != nil:
 		return kubeapi.User{}, err
 	}
-	return kubeapi.User{Name: acc.Email, UID: acc.UserID,
+	return kubeapi.User{Name: acc.Email, UID: acc.UserID, Revision: acc.Revision,
 		Groups: []string{"system:authenticated", teamGroupPrefix + acc.Role}}, nil
 }
 
@@ -65,7 +66,7 @@ func (r *rbacAuthorizer) Authorize(ctx context.Context, at kubeapi.Attributes) (
 	}
 	d, err := r.a.Authorize(ctx, rbac.Request{Cluster: at.Cluster, User: at.User.Name, Groups: at.User.Groups,
 		Verb: at.Verb, Namespace: at.Namespace, Group: at.Group, Resource: at.Resource, Subresource: at.Subresource,
-		Name: at.Name, Path: at.Path})
+		Name: at.Name, Path: at.Path, MinRevision: at.MinRevision()})
 	return d.Allowed, d.Reason, err
 }
 

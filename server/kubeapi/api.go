@@ -55,6 +55,9 @@ type User struct {
 	Name   string
 	UID    string
 	Groups []string
+	// Revision, when set, is the store revision at authentication: authorization decides on RBAC state at least
+	// this new, so a change committed anywhere before the request applies to it.
+	Revision int64
 }
 
 // Authenticator checks a bearer token for a request to cluster: ErrUnauthenticated for a token it does not
@@ -79,6 +82,9 @@ type Attributes struct {
 	// Path is set for requests that are not about a resource (discovery, OpenAPI).
 	Path string
 }
+
+// MinRevision is the store revision the decision must reflect (User.Revision).
+func (a Attributes) MinRevision() int64 { return a.User.Revision }
 
 // Authorizer decides whether a request may proceed; reason is shown to a refused caller.
 type Authorizer interface {

@@ -53,7 +53,7 @@ func (rq *request) impersonate() error {
 			return err
 		}
 	}
-	u := User{Name: name, UID: uid, Groups: slices.Clone(groups)}
+	u := User{Name: name, UID: uid, Groups: slices.Clone(groups), Revision: rq.user.Revision}
 	if ns, _, ok := strings.Cut(strings.TrimPrefix(name, serviceAccountPrefix), ":"); ok && strings.HasPrefix(name, serviceAccountPrefix) {
 		u.Groups = appendMissing(u.Groups, "system:serviceaccounts", "system:serviceaccounts:"+ns)
 	}

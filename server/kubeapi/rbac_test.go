@@ -29,7 +29,8 @@ func (r *realRBAC) Authorize(ctx context.Context, at Attributes) (bool, string, 
 		return true, "", nil
 	}
 	d, err := r.a.Authorize(ctx, rbac.Request{Cluster: at.Cluster, User: at.User.Name, Groups: at.User.Groups, Verb: at.Verb,
-		Namespace: at.Namespace, Group: at.Group, Resource: at.Resource, Subresource: at.Subresource, Name: at.Name, Path: at.Path})
+		Namespace: at.Namespace, Group: at.Group, Resource: at.Resource, Subresource: at.Subresource, Name: at.Name, Path: at.Path,
+		MinRevision: at.MinRevision()})
 	return d.Allowed, d.Reason, err
 }
 
@@ -96,6 +97,13 @@ func TestRBACChangeReachesSecondProcess(t *testing.T) {
 	if !allowedNow(t, authzA, readPods) {
 		t.Fatal("the writing process did not apply its own binding before answering the write")
 	}
+	// A request authenticated after the write carries a revision at least as new (the server reads it with the
+	// token): the other process applies the binding to that very request, without polling.
+	fresh := readPods
+	fresh.MinRevision = a.storeRev(t)
+	if !allowedNow(t, authzB, fresh) {
+		t.Fatal("the other process did not apply a binding committed before the request")
+	}
 	pollUntil(t, func() bool { return allowedNow(t, authzB, readPods) })
 	if err := a.clientTB(t, "c1").RbacV1().RoleBindings("default").Delete(context.Background(), "carl-view", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -103,7 +111,10 @@ func TestRBACChangeReachesSecondProcess(t *testing.T) {
 	if allowedNow(t, authzA, readPods) {
 		t.Fatal("the writing process still applies a binding it deleted")
 	}
-	pollUntil(t, func() bool { return !allowedNow(t, authzB, readPods) })
+	fresh.MinRevision = a.storeRev(t)
+	if allowedNow(t, authzB, fresh) {
+		t.Fatal("the other process still applied a binding deleted before the request")
+	}
 }
 
 // BenchmarkRBACPropagation is the time from a binding's write in one process to its enforcement in another.

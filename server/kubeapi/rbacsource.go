@@ -118,3 +118,19 @@ func (s *RBACSource) PodsOnNode(ctx context.Context, cluster, node string) ([]*c
 	}
 	return out, nil
 }
+
+// WaitFor returns once this process's RBAC collections of cluster have reached rev (the store revision of a
+// request's authentication): a change to RBAC objects committed by any server before the request applies to
+// it. Usually they are there already; otherwise it is one poll of the watch hub.
+func (s *RBACSource) WaitFor(ctx context.Context, cluster string, rev int64) error {
+	cols, err := s.collections(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	for _, col := range cols {
+		if err := col.WaitFor(ctx, rev); err != nil {
+			return err
+		}
+	}
+	return nil
+}

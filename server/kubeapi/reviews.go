@@ -37,7 +37,7 @@ func (rq *request) review() error {
 		if err := rq.validateAccessSpec(o.Spec, true, ""); err != nil {
 			return err
 		}
-		if o.Status, err = rq.accessReview(User{Name: o.Spec.User, UID: o.Spec.UID, Groups: o.Spec.Groups}, o.Spec); err != nil {
+		if o.Status, err = rq.accessReview(User{Name: o.Spec.User, UID: o.Spec.UID, Groups: o.Spec.Groups, Revision: rq.user.Revision}, o.Spec); err != nil {
 			return err
 		}
 	case *authorizationv1.LocalSubjectAccessReview:
@@ -45,7 +45,7 @@ func (rq *request) review() error {
 		if err := rq.validateAccessSpec(o.Spec, true, rq.info.namespace); err != nil {
 			return err
 		}
-		if o.Status, err = rq.accessReview(User{Name: o.Spec.User, UID: o.Spec.UID, Groups: o.Spec.Groups}, o.Spec); err != nil {
+		if o.Status, err = rq.accessReview(User{Name: o.Spec.User, UID: o.Spec.UID, Groups: o.Spec.Groups, Revision: rq.user.Revision}, o.Spec); err != nil {
 			return err
 		}
 	case *authorizationv1.SelfSubjectRulesReview:

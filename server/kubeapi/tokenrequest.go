@@ -176,6 +176,10 @@ func (rq *request) serviceAccountUser(token string) (User, error) {
 			return User{}, ErrUnauthenticated // deleted and re-created: an old token does not carry over
 		}
 	}
-	return User{Name: c.Subject, UID: k.ServiceAccount.UID,
+	rev, err := rq.api.cfg.Storage.CurrentRevision(rq.ctx)
+	if err != nil {
+		return User{}, err
+	}
+	return User{Name: c.Subject, UID: k.ServiceAccount.UID, Revision: rev,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"}}, nil
 }
