@@ -1,6 +1,6 @@
-// Package perf is a reproducible performance harness comparing the Wheelhouse store (store/) with etcd and kine,
-// side by side on one machine with one workload. It is its own Go module so that the etcd client never enters
-// the main module. The program is cmd/storeperf; its report is docs/perf.md.
+// Package perf holds reproducible performance harnesses. The first compares the Wheelhouse store (store/) with
+// etcd and kine, side by side on one machine with one workload. It is its own Go module so that the etcd client
+// never enters the main module. The program is cmd/storeperf; its report is docs/perf.md.
 //
 // One run:
 //   - starts a private PostgreSQL (store/pgserver, durable defaults), applies the migrations and opens a
@@ -15,6 +15,12 @@
 //     report can say what limits them;
 //   - writes markdown (Report) and optionally JSON, and removes every process and directory it started, also on
 //     error or cancellation (Ctrl-C). Children also die with the harness (Pdeathsig).
+//
+// The second program, cmd/apiperf (RunAPI), measures the Kubernetes API of the real server binary with its watch
+// cache on and off: it builds ./cmd/wheelhouse once, runs one server per target on its own database of one
+// private PostgreSQL, and times open-loop pod creates, lists of many pods (JSON, Table, paged) and a watch
+// fan-out from client-go, with the CPU and memory of each process. It writes only its own block of
+// docs/perf.md (APIReport, WriteAPIReport); storeperf keeps that block when it rewrites the file.
 //
 // Guarantees: the harness never turns off durability (no fsync=off, no unsafe etcd flags); every target sees the
 // same keys, value sizes and operation mix; a target that cannot be started is reported with the reason and the

@@ -370,7 +370,7 @@ func (r *runner) write() error {
 	if r.cfg.Out == "" {
 		return nil
 	}
-	if err := os.WriteFile(r.cfg.Out, []byte(Report(r.res)), 0o644); err != nil {
+	if err := WriteStoreReport(r.cfg.Out, Report(r.res)); err != nil {
 		return fmt.Errorf("perf: %w", err)
 	}
 	r.log.Info("wrote report", "path", r.cfg.Out)

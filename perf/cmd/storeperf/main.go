@@ -83,7 +83,7 @@ func rerender(args []string) error {
 	if err := json.Unmarshal(b, &res); err != nil {
 		return fmt.Errorf("%s: %w", *from, err)
 	}
-	return os.WriteFile(*out, []byte(perf.Report(&res)), 0o644)
+	return perf.WriteStoreReport(*out, perf.Report(&res))
 }
 
 func parseFlags(args []string) (perf.Config, error) {

@@ -1,0 +1,103 @@
+// Command apiperf measures the Kubernetes API of `wheelhouse server` with its watch cache on and off, side by side
+// on this machine, and writes its section of docs/perf.md. `apiperf report` renders that section again from a
+// run's --json results.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/wheelhouse-dev/wheelhouse/perf"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		if err := rerender(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "apiperf report:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiperf:", err)
+		os.Exit(2)
+	}
+	if _, err := perf.RunAPI(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "apiperf:", err)
+		os.Exit(1)
+	}
+}
+
+// rerender writes the report section again from a run's --json results, e.g. after a change to its layout:
+// apiperf report --from results/api.json --out ../docs/perf.md
+func rerender(args []string) error {
+	fs := flag.NewFlagSet("apiperf report", flag.ContinueOnError)
+	from := fs.String("from", "results/api.json", "results written by a run's --json")
+	out := fs.String("out", "", "markdown file whose apiperf section is rewritten")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("--out is required")
+	}
+	b, err := os.ReadFile(*from)
+	if err != nil {
+		return err
+	}
+	var res perf.APIResults
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", *from, err)
+	}
+	return perf.WriteAPIReport(*out, perf.APIReport(&res))
+}
+
+func parseFlags(args []string) (perf.APIConfig, error) {
+	var cfg perf.APIConfig
+	fs := flag.NewFlagSet("apiperf", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "smoke run under a minute: one repetition, 100 creates/s for 2s, 500 pods, 50 watchers")
+	targets := fs.String("targets", strings.Join(perf.AllAPITargets, ","), "comma-separated targets: wheelhouse, wheelhouse-nocache")
+	fs.IntVar(&cfg.CreateRate, "rate", 500, "pod creates per second (open loop)")
+	fs.DurationVar(&cfg.CreateDuration, "duration", 0, "duration of the create phase (default 10s)")
+	fs.IntVar(&cfg.Repetitions, "reps", 3, "repetitions of every scenario, targets interleaved; the report shows medians")
+	fs.IntVar(&cfg.ListPods, "pods", 10_000, "pods in the listed namespace")
+	fs.IntVar(&cfg.ListRepetitions, "list-reps", 5, "timed lists of each form per repetition, after one warm-up")
+	fs.IntVar(&cfg.Watchers, "watchers", 1000, "watches open in the fan-out scenario")
+	fs.IntVar(&cfg.WatchRate, "watch-rate", 100, "writes per second in the fan-out scenario (open loop)")
+	fs.DurationVar(&cfg.WatchDuration, "watch-duration", 0, "duration of the fan-out writes (default 10s)")
+	fs.StringVar(&cfg.Out, "out", "", "markdown file whose apiperf section is (re)written, e.g. ../docs/perf.md")
+	fs.StringVar(&cfg.JSONOut, "json", "", "also write the raw results as JSON here")
+	fs.StringVar(&cfg.TempDir, "tmp", "", "parent of the run's temp directory (default $TMPDIR or /tmp)")
+	fs.BoolVar(&cfg.KeepTemp, "keep-tmp", false, "keep the data directories and server logs")
+	fs.StringVar(&cfg.Binary, "bin", "", "use this wheelhouse binary instead of building ./cmd/wheelhouse")
+	verbose := fs.Bool("v", true, "log progress to stderr")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, t := range strings.Split(*targets, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			cfg.Targets = append(cfg.Targets, t)
+		}
+	}
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	cfg.Command = strings.TrimSpace("cd perf && go run ./cmd/apiperf " + strings.Join(args, " "))
+	if *quick {
+		cfg = perf.QuickAPIConfig(cfg)
+	}
+	return cfg, nil
+}
