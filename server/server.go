@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -86,7 +87,15 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	scheme := "http"
 	if s.cfg.TLS != nil {
-		l, scheme = tls.NewListener(l, s.cfg.TLS), "https"
+		// Offer HTTP/2: client-go multiplexes its requests and watches over one connection instead of one TLS
+		// connection per watch. net/http serves h2 on the connections that negotiate it.
+		cfg := s.cfg.TLS.Clone()
+		for _, p := range []string{"h2", "http/1.1"} {
+			if !slices.Contains(cfg.NextProtos, p) {
+				cfg.NextProtos = append(cfg.NextProtos, p)
+			}
+		}
+		l, scheme = tls.NewListener(l, cfg), "https"
 	}
 	hs := &http.Server{
 		Handler:           s.echo,

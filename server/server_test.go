@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/labstack/echo/v4"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/servingcert"
 )
 
 func TestVersion(t *testing.T) {
@@ -275,4 +279,37 @@ func decodeProblem(t *testing.T, r response) problem {
 		t.Fatalf("body %q: %v", r.body, err)
 	}
 	return p
+}
+
+// TestTLSOffersHTTP2: with TLS, clients that speak HTTP/2 (client-go, browsers) get it.
+func TestTLSOffersHTTP2(t *testing.T) {
+	cert, caPEM, err := servingcert.Ensure(t.TempDir(), nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Listener: l, Store: &fakeStore{}, Version: testVersion, Logger: discard,
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	// The listener exists before Start: the connection waits in its queue until the server serves it.
+	res, err := client.Get("https://" + l.Addr().String() + "/livez")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.ProtoMajor != 2 {
+		t.Fatalf("protocol %s, want HTTP/2", res.Proto)
+	}
 }
