@@ -1,6 +1,8 @@
 package kubeapi
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -135,5 +137,38 @@ func TestAuthentication(t *testing.T) {
 	cs := env.client(t, "unknown")
 	if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("unknown cluster: %v, want NotFound", err)
+	}
+}
+
+// TestConcurrentUnconditionalPatchesAllApply: patches without a resourceVersion never fail with a conflict
+// because another writer got there first; each is applied (as upstream's GuaranteedUpdate retries).
+func TestConcurrentUnconditionalPatchesAllApply(t *testing.T) {
+	env := newTestEnv(t)
+	cs := env.client(t, "c1")
+	ctx := t.Context()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 16, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{"w%d-%d":"x"}}}`, w, i)
+				if _, err := cs.CoreV1().ConfigMaps("default").Patch(ctx, "hot", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("patch: %v", err)
+	}
+	cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "hot", metav1.GetOptions{})
+	if err != nil || len(cm.Annotations) != writers*each {
+		t.Fatalf("%d annotations, want %d (%v)", len(cm.Annotations), writers*each, err)
 	}
 }

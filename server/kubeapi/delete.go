@@ -100,7 +100,7 @@ func (rq *request) deleteOne(namespace, name string, opts metav1.DeleteOptions) 
 			return nil, err
 		}
 		out, err := rq.deleteStored(old, so, opts, dry)
-		if errors.Is(err, errRetry) && attempt < maxConflictRetries {
+		if errors.Is(err, errRetry) && rq.retryAfterConflict(attempt) {
 			continue
 		}
 		if errors.Is(err, errRetry) {

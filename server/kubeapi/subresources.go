@@ -176,7 +176,7 @@ func (rq *request) rawUpdateLoop(mutate func(old runtime.Object) (runtime.Object
 			return err
 		}
 		_, err = rq.storeUpdate(obj, old, so.Revision, false)
-		if errors.Is(err, errRetry) && attempt < maxConflictRetries {
+		if errors.Is(err, errRetry) && rq.retryAfterConflict(attempt) {
 			continue
 		}
 		if errors.Is(err, errRetry) {

@@ -3,7 +3,9 @@ package kubeapi
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -14,8 +16,24 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
-// maxConflictRetries bounds the retries of an unconditional update or patch that lost a race.
-const maxConflictRetries = 8
+// retryAfterConflict decides whether an unconditional write (update, patch, delete without preconditions) that
+// lost a compare-and-swap race tries again: as upstream's GuaranteedUpdate, it keeps trying while the request
+// lives, with a short jittered pause after the first few attempts so that writers of one hot object take turns
+// rather than collide in lockstep.
+func (rq *request) retryAfterConflict(attempt int) bool {
+	if attempt < 4 {
+		return rq.ctx.Err() == nil
+	}
+	pause := time.Duration(rand.Int64N(int64(min(attempt, 50)) * int64(time.Millisecond)))
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-rq.ctx.Done():
+		return false
+	}
+}
 
 // create serves POST of a new object.
 func (rq *request) create() error {
@@ -199,7 +217,7 @@ func (rq *request) updateLoop(expect int64, mutate func(old runtime.Object) (run
 			return nil, err
 		}
 		out, err := rq.updateObject(obj, old, so.Revision)
-		if errors.Is(err, errRetry) && expect == 0 && attempt < maxConflictRetries {
+		if errors.Is(err, errRetry) && expect == 0 && rq.retryAfterConflict(attempt) {
 			continue
 		}
 		if errors.Is(err, errRetry) {
