@@ -30,6 +30,16 @@ func ContinueToken(rev int64, namespace, name string) string {
 	return encodeContinue(continueToken{Revision: rev, Namespace: namespace, Name: name})
 }
 
+// ParseContinue reads a continue token: the revision its list is read at and the last key returned. A bad token
+// is ErrBadContinue.
+func ParseContinue(s string) (rev int64, namespace, name string, err error) {
+	t, err := decodeContinue(s)
+	if err != nil {
+		return 0, "", "", err
+	}
+	return t.Revision, t.Namespace, t.Name, nil
+}
+
 // decodeContinue parses a token; anything malformed is ErrBadContinue.
 func decodeContinue(s string) (continueToken, error) {
 	var t continueToken

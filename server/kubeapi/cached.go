@@ -49,12 +49,13 @@ var errNoCache = errors.New("kubeapi: no watch cache (Storage cannot feed one)")
 
 // listFromCache serves a LIST from the cache when its resourceVersion rules allow: "0" (any recent state;
 // limit is ignored, as upstream's cache does), "" (consistent: the cache first catches up with the store's
-// current revision), or N with NotOlderThan semantics (the cache first reaches N). Exact reads and continued
-// lists go to the store; so does any list the cache cannot serve in time. A limited list returns a continue
-// token in the store's format, so the following pages are read from the store at the same revision.
+// current revision), or N with NotOlderThan semantics (the cache first reaches N). A limited list is read from a
+// snapshot of the cache at its revision and answers a continue token in the store's format: the next pages come
+// from that snapshot while the cache keeps it (a minute after its last use), else from the store's history at
+// the same revision. Exact reads go to the store; so does any list the cache cannot serve in time.
 func (rq *request) listFromCache(q url.Values, opts store.ListOptions, sel selector) (items []runtime.Object,
 	rev int64, cont string, handled bool, err error) {
-	if opts.Continue != "" || opts.Revision != 0 {
+	if opts.Revision != 0 {
 		return nil, 0, "", false, nil
 	}
 	col := rq.collection(rq.res)
@@ -62,10 +63,22 @@ func (rq *request) listFromCache(q url.Values, opts store.ListOptions, sel selec
 		return nil, 0, "", false, nil
 	}
 	limit := opts.Limit
-	switch rv := q.Get("resourceVersion"); rv {
-	case "0":
+	var snap *watchcache.Snapshot
+	afterNS, afterName := "", ""
+	switch rv := q.Get("resourceVersion"); {
+	case opts.Continue != "":
+		r, ns, name, err := store.ParseContinue(opts.Continue)
+		if err != nil {
+			return nil, 0, "", true, storeError(err, rq.gr(), "")
+		}
+		s, ok := col.SnapshotAt(r)
+		if !ok {
+			return nil, 0, "", false, nil // the store continues it from its history
+		}
+		snap, afterNS, afterName = s, ns, name
+	case rv == "0":
 		limit = 0
-	case "":
+	case rv == "":
 		if col.Fresh(rq.ctx) != nil {
 			return nil, 0, "", false, nil
 		}
@@ -78,20 +91,35 @@ func (rq *request) listFromCache(q url.Values, opts store.ListOptions, sel selec
 			return nil, 0, "", err != nil, err
 		}
 	}
-	entries, rev := col.List(rq.info.namespace)
-	for i, e := range entries {
+	if limit == 0 && snap == nil {
+		entries, rev := col.List(rq.info.namespace)
+		for _, e := range entries {
+			if sel.matches(rq.res, e.Object) {
+				items = append(items, e.Object)
+			}
+		}
+		return items, rev, "", true, nil
+	}
+	if snap == nil {
+		snap = col.Snapshot()
+	}
+	var last *watchcache.Entry
+	more := false
+	snap.Ascend(rq.info.namespace, afterNS, afterName, func(e *watchcache.Entry) bool {
 		if !sel.matches(rq.res, e.Object) {
-			continue
+			return true
 		}
 		if limit > 0 && len(items) == limit {
-			if last := mustAccessor(items[len(items)-1]); anyMatch(rq.res, sel, entries[i:]) {
-				cont = store.ContinueToken(rev, last.GetNamespace(), last.GetName())
-			}
-			break
+			more = true // a later item matches: the list goes on
+			return false
 		}
-		items = append(items, e.Object)
+		items, last = append(items, e.Object), e
+		return true
+	})
+	if more && last != nil {
+		cont = store.ContinueToken(snap.Revision, last.Namespace, last.Name)
 	}
-	return items, rev, cont, true, nil
+	return items, snap.Revision, cont, true, nil
 }
 
 // waitForCache waits for col to reach rv. A revision the store has not reached either is 504 "Too large
@@ -106,15 +134,6 @@ func (rq *request) waitForCache(col *watchcache.Collection, rv int64) error {
 		return storeError(store.ErrFutureRevision, rq.gr(), "")
 	}
 	return nil
-}
-
-func anyMatch(res *resources.Resource, sel selector, entries []*watchcache.Entry) bool {
-	for _, e := range entries {
-		if sel.matches(res, e.Object) {
-			return true
-		}
-	}
-	return false
 }
 
 // watchFromCache serves a WATCH from the cache. It returns false, having written nothing, when the cache cannot

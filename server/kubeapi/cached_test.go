@@ -119,6 +119,28 @@ func TestListsFromCacheAreConsistentAndPage(t *testing.T) {
 	if !slices.Equal(paged, itemNames(full)) {
 		t.Fatalf("pages joined %v, full list %v", paged, itemNames(full))
 	}
+	// Pages after the first come from the cache's snapshot at the first page's revision: changes made in between
+	// do not show, and the store is not read.
+	before := counts.lists.Load()
+	first := env.rawList(t, rawCMs+"?limit=5")
+	env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-99-after-page-1"}}`)
+	if resp := env.rawDo(t, http.MethodDelete, rawCMs+"/cm-9", "", nil); resp.code != http.StatusOK {
+		t.Fatalf("delete: %d %s", resp.code, resp.body)
+	}
+	joined := itemNames(first)
+	for l := first; l.Metadata.Continue != ""; {
+		l = env.rawList(t, rawCMs+"?limit=5&continue="+url.QueryEscape(l.Metadata.Continue))
+		if l.Metadata.ResourceVersion != first.Metadata.ResourceVersion {
+			t.Fatalf("page at %s, first page at %s", l.Metadata.ResourceVersion, first.Metadata.ResourceVersion)
+		}
+		joined = append(joined, itemNames(l)...)
+	}
+	if !slices.Equal(joined, itemNames(full)) {
+		t.Fatalf("paged list across changes: %v, want the state of the first page %v", joined, itemNames(full))
+	}
+	if n := counts.lists.Load() - before; n != 0 {
+		t.Fatalf("a paged list read the store %d times", n)
+	}
 	// A selective limited list: continue only while a later item matches.
 	env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"zz-labelled","labels":{"pick":"me"}}}`)
 	if l := env.rawList(t, rawCMs+"?limit=1&labelSelector=pick%3Dme"); len(l.Items) != 1 || l.Metadata.Continue != "" {

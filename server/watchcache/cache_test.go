@@ -412,3 +412,50 @@ func TestCacheMatchesStore(t *testing.T) {
 		}
 	})
 }
+
+func TestSnapshotsFreezeAndPage(t *testing.T) {
+	e := newEnv(t, Config{})
+	for _, n := range []string{"a", "b", "c", "d"} {
+		e.create(t, "ns", n, "1")
+	}
+	e.create(t, "other", "z", "1")
+	col := e.collection(t)
+	if err := col.Fresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	snap := col.Snapshot()
+	if again, ok := col.SnapshotAt(snap.Revision); !ok || again != snap {
+		t.Fatal("the snapshot is not kept for its revision")
+	}
+	e.create(t, "ns", "b2", "1") // after the snapshot
+	last, err := e.st.Delete(t.Context(), e.key("ns", "c"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := col.WaitFor(t.Context(), last.Revision); err != nil {
+		t.Fatal(err)
+	}
+	collect := func(ns, afterNS, after string) []string {
+		var out []string
+		snap.Ascend(ns, afterNS, after, func(e *Entry) bool {
+			out = append(out, e.Namespace+"/"+e.Name)
+			return true
+		})
+		return out
+	}
+	if got := collect("ns", "", ""); !slices.Equal(got, []string{"ns/a", "ns/b", "ns/c", "ns/d"}) {
+		t.Fatalf("snapshot of ns: %v (later changes must not show)", got)
+	}
+	if got := collect("ns", "ns", "b"); !slices.Equal(got, []string{"ns/c", "ns/d"}) {
+		t.Fatalf("after ns/b: %v", got)
+	}
+	if got := collect("", "ns", "d"); !slices.Equal(got, []string{"other/z"}) {
+		t.Fatalf("all namespaces after ns/d: %v", got)
+	}
+	if items, _ := col.List("ns"); !slices.Equal(names(items), []string{"ns/a", "ns/b", "ns/b2", "ns/d"}) {
+		t.Fatalf("the live collection: %v", names(items))
+	}
+	if _, ok := col.SnapshotAt(snap.Revision + 12345); ok {
+		t.Fatal("a snapshot at a revision never taken")
+	}
+}

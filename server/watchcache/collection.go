@@ -32,6 +32,90 @@ type Collection struct {
 	watches  map[*Watch]struct{}
 	advanced chan struct{} // closed and replaced whenever rev moves
 	sw       *store.Watcher
+	// snaps are frozen copies of items kept for paged lists: a list served a page at revision R continues from
+	// the snapshot at R (the continue token names R) while it lasts.
+	snaps map[int64]*Snapshot
+}
+
+// Snapshot is a collection's objects frozen at one revision (a lazy copy-on-write clone of its tree).
+type Snapshot struct {
+	Revision int64
+	tree     *btree.BTreeG[*Entry]
+	lastUsed atomic.Int64
+}
+
+// Snapshot limits: how long an unused snapshot is kept and how many a collection keeps.
+const (
+	snapshotTTL = time.Minute
+	maxSnaps    = 16
+)
+
+// Snapshot freezes the collection's objects at its current revision and keeps the snapshot for paged reads
+// (SnapshotAt) for a minute after its last use.
+func (col *Collection) Snapshot() *Snapshot {
+	col.touch()
+	now := time.Now()
+	col.mu.Lock() // Clone must not run concurrently with writes to the tree
+	defer col.mu.Unlock()
+	if s, ok := col.snaps[col.rev]; ok {
+		s.lastUsed.Store(now.UnixNano())
+		return s
+	}
+	for rev, s := range col.snaps {
+		if now.Sub(time.Unix(0, s.lastUsed.Load())) > snapshotTTL {
+			delete(col.snaps, rev)
+		}
+	}
+	if len(col.snaps) >= maxSnaps {
+		oldest := int64(-1)
+		for rev := range col.snaps {
+			if oldest < 0 || rev < oldest {
+				oldest = rev
+			}
+		}
+		delete(col.snaps, oldest)
+	}
+	s := &Snapshot{Revision: col.rev, tree: col.items.Clone()}
+	s.lastUsed.Store(now.UnixNano())
+	if col.snaps == nil {
+		col.snaps = map[int64]*Snapshot{}
+	}
+	col.snaps[col.rev] = s
+	return s
+}
+
+// SnapshotAt returns the kept snapshot at rev, if any.
+func (col *Collection) SnapshotAt(rev int64) (*Snapshot, bool) {
+	col.touch()
+	col.mu.RLock()
+	s, ok := col.snaps[rev]
+	col.mu.RUnlock()
+	if ok {
+		s.lastUsed.Store(time.Now().UnixNano())
+	}
+	return s, ok
+}
+
+// Ascend calls f for the snapshot's objects of namespace ("" for all) in key order, starting after the key
+// (afterNamespace, afterName) when afterName is set, until f returns false.
+func (s *Snapshot) Ascend(namespace, afterNamespace, afterName string, f func(*Entry) bool) {
+	visit := func(e *Entry) bool {
+		if namespace != "" && e.Namespace != namespace {
+			return false
+		}
+		if afterName != "" && e.Namespace == afterNamespace && e.Name == afterName {
+			return true // the last key of the previous page
+		}
+		return f(e)
+	}
+	switch {
+	case afterName != "":
+		s.tree.AscendGreaterOrEqual(&Entry{Namespace: afterNamespace, Name: afterName}, visit)
+	case namespace != "":
+		s.tree.AscendGreaterOrEqual(&Entry{Namespace: namespace}, visit)
+	default:
+		s.tree.Ascend(visit)
+	}
 }
 
 func entryLess(a, b *Entry) bool {
