@@ -55,6 +55,9 @@ type APIConfig struct {
 	KeepTemp bool
 	// Binary is a prebuilt wheelhouse binary; empty builds ./cmd/wheelhouse of the repository once per run.
 	Binary string
+	// RBACCount is how often each authorization benchmark runs after the API scenarios (default 3; negative:
+	// skip them).
+	RBACCount int
 
 	Logger *slog.Logger
 }
@@ -68,12 +71,16 @@ func QuickAPIConfig(cfg APIConfig) APIConfig {
 	cfg.ListPods = 500
 	cfg.ListRepetitions = 3
 	cfg.Watchers = 50
+	cfg.RBACCount = -1
 	cfg.WatchRate = 20
 	cfg.WatchDuration = 2 * time.Second
 	return cfg
 }
 
 func (cfg *APIConfig) setDefaults() {
+	if cfg.RBACCount == 0 {
+		cfg.RBACCount = 3
+	}
 	if len(cfg.Targets) == 0 {
 		cfg.Targets = AllAPITargets
 	}

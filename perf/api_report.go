@@ -26,6 +26,7 @@ func APIReport(res *APIResults) string {
 	rp.creates()
 	rp.lists()
 	rp.watches()
+	rp.rbac()
 	rp.raw()
 	rp.method()
 	return b.String()

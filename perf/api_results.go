@@ -22,6 +22,8 @@ type APIResults struct {
 	Reps []APIRep
 	// Errors are failures outside a single scenario (setup, loading); the run goes on without them.
 	Errors []string
+	// RBAC holds the authorization benchmarks (nil when skipped).
+	RBAC *RBACBench `json:",omitempty"`
 }
 
 // APIShape is the workload of a run, for the report.

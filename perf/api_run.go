@@ -109,6 +109,9 @@ func (r *apiRunner) run(ctx context.Context) error {
 			r.res.Reps = append(r.res.Reps, r.repetition(ctx, t, rep))
 		}
 	}
+	if r.cfg.RBACCount > 0 && ctx.Err() == nil {
+		r.res.RBAC = runRBACBenchmarks(ctx, repo, r.cfg.RBACCount, r.log)
+	}
 	r.res.Finished = time.Now()
 	return ctx.Err()
 }

@@ -42,17 +42,23 @@ func (h *hub) remove(w *Watcher) {
 	h.mu.Unlock()
 }
 
-// requestProgress pushes w a bookmark at the hub's position now and another after the next poll, and asks for
-// that poll: a reader that needs w to reach a revision committed a moment ago gets there without waiting for
-// the periodic bookmark.
-func (h *hub) requestProgress(w *Watcher) {
+// requestProgress pushes w a bookmark at the hub's position now; when the hub has not reached rev yet it also
+// asks for a poll and a bookmark after it. A reader that needs w to reach a revision committed a moment ago
+// gets there without waiting for the periodic bookmark, and without an extra poll when the hub is already there.
+func (h *hub) requestProgress(w *Watcher, rev int64) {
 	h.mu.Lock()
-	if _, ok := h.watchers[w]; ok {
+	_, registered := h.watchers[w]
+	behind := h.last < rev
+	if registered {
 		w.push(Event{Type: Bookmark, Object: Object{Revision: h.last}})
-		h.progress[w] = struct{}{}
+		if behind {
+			h.progress[w] = struct{}{}
+		}
 	}
 	h.mu.Unlock()
-	h.wakeUp()
+	if registered && behind {
+		h.wakeUp()
+	}
 }
 
 // noteCompacted records a compaction revision seen by this process.

@@ -99,10 +99,11 @@ func (w *Watcher) Err() error {
 // StartRevision is the revision the watcher started after when WatchOptions.Revision was 0.
 func (w *Watcher) StartRevision() int64 { return max(w.start, w.opts.Revision) }
 
-// RequestProgress asks for a BOOKMARK soon (after the store's next look at the history), even without
-// WatchOptions.Progress. A reader that must catch up with a revision it learnt elsewhere (CurrentRevision) calls
-// it so the watcher's progress is known within a poll, not a ProgressInterval.
-func (w *Watcher) RequestProgress() { w.store.hub.requestProgress(w) }
+// RequestProgress asks for a BOOKMARK at least as new as rev as soon as the store has read that far (at once
+// when it has; after its next look at the history otherwise), even without WatchOptions.Progress. A reader
+// that must catch up with a revision it learnt elsewhere (CurrentRevision) calls it so the watcher's progress is
+// known within a poll, not a ProgressInterval.
+func (w *Watcher) RequestProgress(rev int64) { w.store.hub.requestProgress(w, rev) }
 
 // Stop ends the watcher; Events is closed soon after.
 func (w *Watcher) Stop() { w.stopOnce.Do(func() { close(w.stopCh) }) }

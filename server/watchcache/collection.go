@@ -314,7 +314,7 @@ func (col *Collection) WaitFor(ctx context.Context, rev int64) error {
 			defer t.Stop()
 			timeout = t.C
 		}
-		sw.RequestProgress()
+		sw.RequestProgress(rev)
 		select {
 		case <-ch:
 		case <-timeout:

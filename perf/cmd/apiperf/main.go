@@ -80,6 +80,7 @@ func parseFlags(args []string) (perf.APIConfig, error) {
 	fs.StringVar(&cfg.TempDir, "tmp", "", "parent of the run's temp directory (default $TMPDIR or /tmp)")
 	fs.BoolVar(&cfg.KeepTemp, "keep-tmp", false, "keep the data directories and server logs")
 	fs.StringVar(&cfg.Binary, "bin", "", "use this wheelhouse binary instead of building ./cmd/wheelhouse")
+	fs.IntVar(&cfg.RBACCount, "rbac-count", 3, "runs of each authorization benchmark after the API scenarios (negative: skip)")
 	verbose := fs.Bool("v", true, "log progress to stderr")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
