@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -122,26 +121,15 @@ func (a *Authorizer) Authorize(ctx context.Context, req Request) (Decision, erro
 // decide finds a role bound to one of the caller's subjects that allows the request.
 func (s *snapshot) decide(req Request) Decision {
 	var d Decision
-	s.roleKeysFor(subjects(req.User, req.Groups), req.Namespace, func(role, why string) bool {
+	s.rolesFor(req.User, req.Groups, req.Namespace, func(role, reason string) bool {
 		re := s.roles[role]
 		if re == nil || !re.allows(req) {
 			return true
 		}
-		d = Decision{Allowed: true, Reason: fmt.Sprintf("RBAC: allowed by %s of %s", why, strings.Replace(role, ":", " ", 1))}
+		d = Decision{Allowed: true, Reason: reason}
 		return false
 	})
 	return d
-}
-
-func subjects(user string, groups []string) []string {
-	out := make([]string, 0, 1+len(groups))
-	if user != "" {
-		out = append(out, userSubject(user))
-	}
-	for _, g := range groups {
-		out = append(out, groupSubject(g))
-	}
-	return out
 }
 
 // Rules returns every rule that applies to the caller in namespace ("" for cluster-wide rules only): the
@@ -153,7 +141,7 @@ func (a *Authorizer) Rules(ctx context.Context, cluster, user string, groups []s
 	}
 	var rules []rbacv1.PolicyRule
 	seen := map[*roleEnforcer]bool{}
-	s.roleKeysFor(subjects(user, groups), namespace, func(role, _ string) bool {
+	s.rolesFor(user, groups, namespace, func(role, _ string) bool {
 		if re := s.roles[role]; re != nil && !seen[re] {
 			seen[re] = true
 			rules = append(rules, re.rules...)

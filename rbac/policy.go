@@ -2,9 +2,10 @@ package rbac
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
-	defaultrolemanager "github.com/casbin/casbin/v2/rbac/default-role-manager"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -28,46 +29,48 @@ const clusterWide = "*"
 // snapshot is the immutable policy of one cluster at one Version.
 type snapshot struct {
 	version Version
-	// bindings: per domain (the namespace of a RoleBinding, clusterWide for a ClusterRoleBinding), a Casbin
-	// role manager linking subjects ("user:alice", "group:devs") to role keys ("ClusterRole:view",
-	// "Role:ns/name"). A domain without bindings has no entry, so most namespaces cost one map miss.
-	bindings map[string]*defaultrolemanager.RoleManagerImpl
-	roles    map[string]*roleEnforcer // by role key
-	// why names the binding behind each (subject, domain, role) link, for the decision's reason.
-	why map[link]string
+	// bindings: per (domain, subject) the roles bound to it, with the reason a decision they allow gives. The
+	// domain is a RoleBinding's namespace or clusterWide; the subject a user or group (a ServiceAccount subject
+	// is its user). Looking a caller up costs a map probe per subject and domain, without allocating.
+	bindings map[subjectKey][]roleLink
+	roles    map[string]*roleEnforcer // by role key ("ClusterRole:view", "Role:ns/name")
 }
 
-type link struct{ subject, domain, role string }
+// subjectKey is a binding subject in a domain; kind is 'u' (user) or 'g' (group).
+type subjectKey struct {
+	domain string
+	kind   byte
+	name   string
+}
+
+type roleLink struct{ role, reason string }
 
 func clusterRoleKey(name string) string     { return "ClusterRole:" + name }
 func roleKey(namespace, name string) string { return "Role:" + namespace + "/" + name }
-func userSubject(name string) string        { return "user:" + name }
-func groupSubject(name string) string       { return "group:" + name }
 
-// subjectKey is the Casbin subject of a binding subject; ServiceAccounts are the users they authenticate as.
-func subjectKey(s rbacv1.Subject, bindingNamespace string) (string, bool) {
+// keyOf is the subject key of a binding subject in domain; ServiceAccounts are the users they authenticate as.
+func keyOf(s rbacv1.Subject, bindingNamespace, domain string) (subjectKey, bool) {
 	switch s.Kind {
 	case rbacv1.UserKind:
-		return userSubject(s.Name), true
+		return subjectKey{domain, 'u', s.Name}, true
 	case rbacv1.GroupKind:
-		return groupSubject(s.Name), true
+		return subjectKey{domain, 'g', s.Name}, true
 	case rbacv1.ServiceAccountKind:
 		ns := s.Namespace
 		if ns == "" {
 			ns = bindingNamespace
 		}
 		if ns == "" {
-			return "", false
+			return subjectKey{}, false
 		}
-		return userSubject("system:serviceaccount:" + ns + ":" + s.Name), true
+		return subjectKey{domain, 'u', "system:serviceaccount:" + ns + ":" + s.Name}, true
 	}
-	return "", false
+	return subjectKey{}, false
 }
 
 // buildSnapshot turns a cluster's objects into its policy.
 func buildSnapshot(objs Objects, v Version) (*snapshot, error) {
-	s := &snapshot{version: v, bindings: map[string]*defaultrolemanager.RoleManagerImpl{}, roles: map[string]*roleEnforcer{},
-		why: map[link]string{}}
+	s := &snapshot{version: v, bindings: map[subjectKey][]roleLink{}, roles: map[string]*roleEnforcer{}}
 	for _, cr := range objs.ClusterRoles {
 		re, err := enforcerFor(clusterRoleRules(cr, objs.ClusterRoles))
 		if err != nil {
@@ -99,20 +102,14 @@ func buildSnapshot(objs Objects, v Version) (*snapshot, error) {
 }
 
 func (s *snapshot) bind(subjects []rbacv1.Subject, bindingNamespace, domain, role, name string) {
+	reason := "RBAC: allowed by " + name + " of " + strings.Replace(role, ":", " ", 1)
 	for _, subj := range subjects {
-		key, ok := subjectKey(subj, bindingNamespace)
+		key, ok := keyOf(subj, bindingNamespace, domain)
 		if !ok {
 			continue
 		}
-		rm := s.bindings[domain]
-		if rm == nil {
-			rm = defaultrolemanager.NewRoleManagerImpl(1)
-			s.bindings[domain] = rm
-		}
-		_ = rm.AddLink(key, role) // cannot fail: links are one level deep
-		l := link{key, domain, role}
-		if _, dup := s.why[l]; !dup {
-			s.why[l] = name
+		if !slices.ContainsFunc(s.bindings[key], func(l roleLink) bool { return l.role == role }) {
+			s.bindings[key] = append(s.bindings[key], roleLink{role: role, reason: reason})
 		}
 	}
 }
@@ -185,22 +182,23 @@ func equalStrings(a, b []string) bool {
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
 
-// roleKeysFor are the roles bound to the subjects in namespace (and cluster-wide), each with the binding that
-// grants it.
-func (s *snapshot) roleKeysFor(subjects []string, namespace string, f func(role, why string) bool) {
-	domains := []string{clusterWide}
-	if namespace != "" {
-		domains = append(domains, namespace)
-	}
-	for _, d := range domains {
-		rm := s.bindings[d]
-		if rm == nil {
+// rolesFor calls f with each role bound to the user or one of the groups, in namespace (when set) and
+// cluster-wide, and the reason a decision it allows gives; it stops when f returns false. It allocates nothing.
+func (s *snapshot) rolesFor(user string, groups []string, namespace string, f func(role, reason string) bool) {
+	for _, domain := range [2]string{clusterWide, namespace} {
+		if domain == "" {
 			continue
 		}
-		for _, subj := range subjects {
-			roles, _ := rm.GetRoles(subj)
-			for _, r := range roles {
-				if !f(r, s.why[link{subj, d, r}]) {
+		if user != "" {
+			for _, l := range s.bindings[subjectKey{domain, 'u', user}] {
+				if !f(l.role, l.reason) {
+					return
+				}
+			}
+		}
+		for _, g := range groups {
+			for _, l := range s.bindings[subjectKey{domain, 'g', g}] {
+				if !f(l.role, l.reason) {
 					return
 				}
 			}

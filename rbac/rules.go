@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/casbin/casbin/v2"
 	"github.com/casbin/casbin/v2/model"
@@ -39,9 +38,10 @@ type roleEnforcer struct {
 	// named: some rule lists resourceNames, so the object name is part of the question.
 	named bool
 	// memo remembers answers. The rules never change (a changed role gets a new enforcer), so an answer can
-	// never go stale: this is a pure function's memo, not a cache to invalidate. Bounded by maxMemo.
-	memo     sync.Map // memoKey → bool
-	memoSize atomic.Int64
+	// never go stale: this is a pure function's memo, not a cache to invalidate. Bounded by maxMemo. A plain
+	// map under a read-write lock: a lookup allocates nothing.
+	memoMu sync.RWMutex
+	memo   map[memoKey]bool
 }
 
 type memoKey struct{ verb, group, resource, name, path string }
@@ -62,18 +62,21 @@ func (r *roleEnforcer) allows(req Request) bool {
 	if r.named {
 		k.name = req.Name
 	}
-	if v, ok := r.memo.Load(k); ok && memoEnabled {
-		return v.(bool)
+	r.memoMu.RLock()
+	v, hit := r.memo[k]
+	r.memoMu.RUnlock()
+	if hit && memoEnabled {
+		return v
 	}
 	ok, err := r.e.Enforce(req.Verb, req.Group, resource, req.Name, req.Path)
 	if err != nil {
 		return false // a matcher error refuses; it is not remembered
 	}
-	if r.memoSize.Load() < maxMemo {
-		if _, loaded := r.memo.LoadOrStore(k, ok); !loaded {
-			r.memoSize.Add(1)
-		}
+	r.memoMu.Lock()
+	if len(r.memo) < maxMemo {
+		r.memo[k] = ok
 	}
+	r.memoMu.Unlock()
 	return ok
 }
 
@@ -140,7 +143,7 @@ func newRoleEnforcer(rules []rbacv1.PolicyRule) (*roleEnforcer, error) {
 			return nil, fmt.Errorf("rbac: role rules: %w", err)
 		}
 	}
-	re := &roleEnforcer{rules: rules, e: e}
+	re := &roleEnforcer{rules: rules, e: e, memo: map[memoKey]bool{}}
 	for _, r := range rules {
 		re.named = re.named || len(r.ResourceNames) > 0
 	}
