@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -199,6 +200,9 @@ type API struct {
 	managers *fieldManagers
 	shared   *sharedEvents     // decoded and encoded watch objects of store-fed watches, shared by watchers
 	cache    *watchcache.Cache // nil when disabled
+	// localOnce and local: the Echo instance of in-process requests (local.go).
+	localOnce sync.Once
+	local     *echo.Echo
 	// liveNamespaces are namespaces this process deleted lately: creates in them check the store, not the cache.
 	liveNamespaces liveLookups
 	ownCache       bool // cache was made by New: Close closes it
@@ -355,6 +359,9 @@ func (rq *request) serve() error {
 }
 
 func (rq *request) authenticate() (User, error) {
+	if u, ok := localUser(rq.ctx); ok {
+		return u, nil // an in-process request of the server's own components (LocalConfig)
+	}
 	h := rq.r.Header.Get("Authorization")
 	token, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || strings.TrimSpace(token) == "" {
