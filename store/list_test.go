@@ -216,3 +216,25 @@ func FuzzListContinue(f *testing.F) {
 		}
 	})
 }
+
+func TestScanResourceAcrossClusters(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	for _, c := range []string{"c1", "c2", "c3"} {
+		mustCreate(t, s, key(c, "ns", "a"), "x")
+	}
+	mustCreate(t, s, Key{Cluster: "c1", Resource: "services", Namespace: "ns", Name: "other-kind"}, "x")
+	seen := map[string]bool{}
+	rev, err := s.ScanResource(ctx, "pods", func(o Object) error {
+		seen[o.Cluster+"/"+o.Namespace+"/"+o.Name] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := s.CurrentRevision(ctx); rev != cur || len(seen) != 3 || !seen["c2/ns/a"] {
+		t.Fatalf("scan at %d (current %d): %v", rev, cur, seen)
+	}
+	_, err = s.ScanResource(ctx, "", func(Object) error { return nil })
+	wantErr(t, err, ErrInvalid)
+}

@@ -153,3 +153,40 @@ func scanList(rows pgx.Rows, opts ListOptions, rev int64) (ListResult, error) {
 	}
 	return res, nil
 }
+
+// ScanResource calls fn for every current object of resource in every cluster, in no particular order, and
+// returns the revision they are the state at: the objects and the revision come from one snapshot. It is for
+// system components that follow all clusters at once (the watch cache's cross-cluster collections behind the
+// controllers and the scheduler); a tenant's request never reads across clusters. fn's error stops the scan.
+func (s *Store) ScanResource(ctx context.Context, resource string, fn func(Object) error) (int64, error) {
+	if resource == "" {
+		return 0, fmt.Errorf("scan: a resource is required: %w", ErrInvalid)
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return 0, translate("scan", nil, err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // read-only
+	var rev int64
+	if err := tx.QueryRow(ctx, "SELECT rev FROM wh_meta WHERE id = 1").Scan(&rev); err != nil {
+		return 0, translate("scan", nil, err)
+	}
+	rows, err := tx.Query(ctx, `SELECT cluster, namespace, name, rev, create_rev, value FROM objects WHERE resource = $1`, resource)
+	if err != nil {
+		return 0, translate("scan", nil, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		obj := Object{Key: Key{Resource: resource}}
+		if err := rows.Scan(&obj.Cluster, &obj.Namespace, &obj.Name, &obj.Revision, &obj.CreateRevision, &obj.Value); err != nil {
+			return 0, translate("scan", nil, err)
+		}
+		if err := fn(obj); err != nil {
+			return 0, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, translate("scan", nil, err)
+	}
+	return rev, nil
+}

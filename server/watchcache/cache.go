@@ -25,6 +25,7 @@ import (
 // Source is what the cache reads (*store.Store implements it).
 type Source interface {
 	List(ctx context.Context, opts store.ListOptions) (store.ListResult, error)
+	ScanResource(ctx context.Context, resource string, fn func(store.Object) error) (int64, error)
 	Watch(ctx context.Context, opts store.WatchOptions) (*store.Watcher, error)
 	CurrentRevision(ctx context.Context) (int64, error)
 	KnownCompactRevision() int64
@@ -67,6 +68,8 @@ func (c *Config) setDefaults() {
 
 // Kind names one collection.
 type Kind struct {
+	// Cluster is the collection's cluster; "" makes a cross-cluster collection holding the resource of every
+	// cluster (for the controllers and the scheduler, which serve all clusters at once).
 	Cluster  string
 	Resource string // the store's resource, for example "pods" or "deployments.apps"
 	// Type names the decoded form (the served kind): one stored resource served as two kinds is two collections.

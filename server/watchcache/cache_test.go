@@ -459,3 +459,61 @@ func TestSnapshotsFreezeAndPage(t *testing.T) {
 		t.Fatal("a snapshot at a revision never taken")
 	}
 }
+
+// TestCrossClusterCollection: Kind{Cluster: ""} holds every cluster's objects of the resource (for the
+// controllers and the scheduler), listed and watched per cluster or all together.
+func TestCrossClusterCollection(t *testing.T) {
+	e := newEnv(t, Config{})
+	create := func(cluster, ns, name string) store.Object {
+		t.Helper()
+		o, err := e.st.Create(t.Context(), store.Key{Cluster: cluster, Resource: "configmaps", Namespace: ns, Name: name}, value("1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	create("c1", "a", "x")
+	create("c2", "a", "x")
+	create("c2", "b", "y")
+	all, err := e.cache.Collection(t.Context(), Kind{Resource: "configmaps", Type: "v1/ConfigMap"}, decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(es []*Entry) []string {
+		var out []string
+		for _, en := range es {
+			out = append(out, en.Cluster+"/"+en.Namespace+"/"+en.Name)
+		}
+		return out
+	}
+	if got, _ := all.ListIn("c2", ""); !slices.Equal(key(got), []string{"c2/a/x", "c2/b/y"}) {
+		t.Fatalf("ListIn(c2) = %v", key(got))
+	}
+	if got, _ := all.ListIn("c1", "a"); !slices.Equal(key(got), []string{"c1/a/x"}) {
+		t.Fatalf("ListIn(c1, a) = %v", key(got))
+	}
+	if _, ok, _ := all.GetIn("c2", "b", "y"); !ok {
+		t.Fatal("GetIn(c2, b, y) missed")
+	}
+	everything, err := all.Watch(t.Context(), WatchOptions{Initial: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer everything.Stop()
+	if len(everything.Initial) != 3 {
+		t.Fatalf("initial state of every cluster: %v", key(everything.Initial))
+	}
+	onlyC1, err := all.Watch(t.Context(), WatchOptions{Cluster: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onlyC1.Stop()
+	o2 := create("c2", "a", "z")
+	o1 := create("c1", "a", "z")
+	if evs := next(t, everything, 2); evs[0].Revision != o2.Revision || evs[1].Revision != o1.Revision || evs[1].Object.Cluster != "c1" {
+		t.Fatalf("events of every cluster: %+v", evs)
+	}
+	if evs := next(t, onlyC1, 1); evs[0].Revision != o1.Revision {
+		t.Fatalf("the c1 watch got %+v", evs[0])
+	}
+}

@@ -40,6 +40,7 @@ type Collection struct {
 // Snapshot is a collection's objects frozen at one revision (a lazy copy-on-write clone of its tree).
 type Snapshot struct {
 	Revision int64
+	cluster  string // the collection's (single) cluster
 	tree     *btree.BTreeG[*Entry]
 	lastUsed atomic.Int64
 }
@@ -75,7 +76,7 @@ func (col *Collection) Snapshot() *Snapshot {
 		}
 		delete(col.snaps, oldest)
 	}
-	s := &Snapshot{Revision: col.rev, tree: col.items.Clone()}
+	s := &Snapshot{Revision: col.rev, cluster: col.kind.Cluster, tree: col.items.Clone()}
 	s.lastUsed.Store(now.UnixNano())
 	if col.snaps == nil {
 		col.snaps = map[int64]*Snapshot{}
@@ -97,7 +98,7 @@ func (col *Collection) SnapshotAt(rev int64) (*Snapshot, bool) {
 }
 
 // Ascend calls f for the snapshot's objects of namespace ("" for all) in key order, starting after the key
-// (afterNamespace, afterName) when afterName is set, until f returns false.
+// (afterNamespace, afterName) when afterName is set, until f returns false. (For single-cluster collections.)
 func (s *Snapshot) Ascend(namespace, afterNamespace, afterName string, f func(*Entry) bool) {
 	visit := func(e *Entry) bool {
 		if namespace != "" && e.Namespace != namespace {
@@ -110,15 +111,18 @@ func (s *Snapshot) Ascend(namespace, afterNamespace, afterName string, f func(*E
 	}
 	switch {
 	case afterName != "":
-		s.tree.AscendGreaterOrEqual(&Entry{Namespace: afterNamespace, Name: afterName}, visit)
+		s.tree.AscendGreaterOrEqual(&Entry{Cluster: s.cluster, Namespace: afterNamespace, Name: afterName}, visit)
 	case namespace != "":
-		s.tree.AscendGreaterOrEqual(&Entry{Namespace: namespace}, visit)
+		s.tree.AscendGreaterOrEqual(&Entry{Cluster: s.cluster, Namespace: namespace}, visit)
 	default:
 		s.tree.Ascend(visit)
 	}
 }
 
 func entryLess(a, b *Entry) bool {
+	if a.Cluster != b.Cluster {
+		return a.Cluster < b.Cluster
+	}
 	if a.Namespace != b.Namespace {
 		return a.Namespace < b.Namespace
 	}
@@ -194,7 +198,22 @@ func (col *Collection) load(ctx context.Context) (*store.Watcher, error) {
 	src := col.cache.cfg.Source
 	opts := store.ListOptions{Cluster: col.kind.Cluster, Resource: col.kind.Resource, Limit: 1000}
 	var rev int64
-	for {
+	if col.kind.Cluster == "" {
+		// Every cluster: one scan of one snapshot (paging across clusters would read history).
+		var err error
+		rev, err = src.ScanResource(ctx, col.kind.Resource, func(so store.Object) error {
+			obj, err := col.dec(so)
+			if err != nil {
+				return err
+			}
+			col.items.ReplaceOrInsert(newEntry(so, obj))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for col.kind.Cluster != "" {
 		page, err := src.List(ctx, opts)
 		if err != nil {
 			return nil, err
@@ -336,12 +355,21 @@ func (col *Collection) Fresh(ctx context.Context) error {
 }
 
 // List returns the objects of namespace ("" for every namespace) in (namespace, name) order, and the
-// revision they are the state at. The entries are shared: never modify them.
+// revision they are the state at. The entries are shared: never modify them. (On a cross-cluster collection
+// it lists cluster "" only: use ListIn.)
 func (col *Collection) List(namespace string) ([]*Entry, int64) {
 	col.touch()
 	col.mu.RLock()
 	defer col.mu.RUnlock()
-	return col.listLocked(namespace), col.rev
+	return col.listIn(col.kind.Cluster, namespace), col.rev
+}
+
+// ListIn is List for one cluster of a cross-cluster collection.
+func (col *Collection) ListIn(cluster, namespace string) ([]*Entry, int64) {
+	col.touch()
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	return col.listIn(cluster, namespace), col.rev
 }
 
 // Changed is the revision of the last change the collection applied: it moves only when an object of the
@@ -358,22 +386,17 @@ func (col *Collection) ListChanged(namespace string) ([]*Entry, int64) {
 	col.touch()
 	col.mu.RLock()
 	defer col.mu.RUnlock()
-	return col.listLocked(namespace), col.changed
+	return col.listIn(col.kind.Cluster, namespace), col.changed
 }
 
-// listLocked is List's work; mu must be held.
-func (col *Collection) listLocked(namespace string) []*Entry {
+// listIn is List's work: the entries of cluster (and namespace, unless ""); mu must be held.
+func (col *Collection) listIn(cluster, namespace string) []*Entry {
 	var out []*Entry
-	if namespace == "" {
+	if cluster == col.kind.Cluster && namespace == "" && cluster != "" {
 		out = make([]*Entry, 0, col.items.Len())
-		col.items.Ascend(func(e *Entry) bool {
-			out = append(out, e)
-			return true
-		})
-		return out
 	}
-	col.items.AscendGreaterOrEqual(&Entry{Namespace: namespace}, func(e *Entry) bool {
-		if e.Namespace != namespace {
+	col.items.AscendGreaterOrEqual(&Entry{Cluster: cluster, Namespace: namespace}, func(e *Entry) bool {
+		if e.Cluster != cluster || namespace != "" && e.Namespace != namespace {
 			return false
 		}
 		out = append(out, e)
@@ -387,7 +410,16 @@ func (col *Collection) Get(namespace, name string) (*Entry, bool, int64) {
 	col.touch()
 	col.mu.RLock()
 	defer col.mu.RUnlock()
-	e, ok := col.items.Get(&Entry{Namespace: namespace, Name: name})
+	e, ok := col.items.Get(&Entry{Cluster: col.kind.Cluster, Namespace: namespace, Name: name})
+	return e, ok, col.rev
+}
+
+// GetIn is Get for one cluster of a cross-cluster collection.
+func (col *Collection) GetIn(cluster, namespace, name string) (*Entry, bool, int64) {
+	col.touch()
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	e, ok := col.items.Get(&Entry{Cluster: cluster, Namespace: namespace, Name: name})
 	return e, ok, col.rev
 }
 

@@ -12,6 +12,7 @@ import (
 // Entry is one decoded object version. Entries are shared by every reader and watcher: Object must never be
 // modified (copy it first).
 type Entry struct {
+	Cluster         string
 	Namespace, Name string
 	// Revision is the version's resourceVersion (for a DELETED event: the delete's revision).
 	Revision       int64
@@ -26,8 +27,8 @@ type Entry struct {
 func NewEntry(so store.Object, obj runtime.Object) *Entry { return newEntry(so, obj) }
 
 func newEntry(so store.Object, obj runtime.Object) *Entry {
-	return &Entry{Namespace: so.Namespace, Name: so.Name, Revision: so.Revision, CreateRevision: so.CreateRevision,
-		Object: obj}
+	return &Entry{Cluster: so.Cluster, Namespace: so.Namespace, Name: so.Name, Revision: so.Revision,
+		CreateRevision: so.CreateRevision, Object: obj}
 }
 
 // Encoded is Object encoded by enc, which mediaType names. The first caller for a media type encodes; later ones

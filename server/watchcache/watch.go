@@ -8,6 +8,8 @@ import (
 
 // WatchOptions selects what a watch receives.
 type WatchOptions struct {
+	// Cluster selects one cluster of a cross-cluster collection (empty: every cluster).
+	Cluster   string
 	Namespace string // empty: every namespace
 	Name      string // empty: every name
 	// Revision: deliver events after it (it must be within the window: ErrTooOld otherwise). 0 starts at the
@@ -53,7 +55,17 @@ func (col *Collection) Watch(ctx context.Context, opts WatchOptions) (*Watch, er
 	}
 	switch {
 	case opts.Initial:
-		for _, e := range col.listLocked(opts.Namespace) {
+		var initial []*Entry
+		if col.kind.Cluster == "" && opts.Cluster == "" {
+			col.items.Ascend(func(e *Entry) bool { initial = append(initial, e); return true })
+		} else {
+			cluster := col.kind.Cluster
+			if cluster == "" {
+				cluster = opts.Cluster
+			}
+			initial = col.listIn(cluster, opts.Namespace)
+		}
+		for _, e := range initial {
 			if w.wants(e) {
 				w.Initial = append(w.Initial, e)
 			}
@@ -83,7 +95,8 @@ func (col *Collection) Watch(ctx context.Context, opts WatchOptions) (*Watch, er
 
 // wants says whether e is in the watch's namespace and name.
 func (w *Watch) wants(e *Entry) bool {
-	return (w.opts.Namespace == "" || w.opts.Namespace == e.Namespace) && (w.opts.Name == "" || w.opts.Name == e.Name)
+	return (w.opts.Cluster == "" || w.opts.Cluster == e.Cluster) &&
+		(w.opts.Namespace == "" || w.opts.Namespace == e.Namespace) && (w.opts.Name == "" || w.opts.Name == e.Name)
 }
 
 // push queues ev; false means the watch is too far behind. Called with the collection's lock held.
