@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
+	"github.com/wheelhouse-dev/wheelhouse/controllers"
+	"github.com/wheelhouse-dev/wheelhouse/controllers/leader"
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
@@ -95,7 +98,35 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 		closeAll()
 		return nil, nil, err
 	}
+	// The controllers run on the replica holding the controller lease, as an in-process API client each.
+	deps := controllers.Deps{API: api, Registry: reg, Logger: log.With("component", "controllers")}
+	ctrlCtx, stopCtrl := context.WithCancel(context.WithoutCancel(ctx))
+	ctrlDone := make(chan struct{})
+	go func() {
+		defer close(ctrlDone)
+		err := leader.Run(ctrlCtx, leader.Config{Store: st, Identity: replicaIdentity(), Logger: log.With("component", "leader")},
+			func(lctx context.Context) { controllers.Run(lctx, deps) })
+		if err != nil {
+			log.Error("controller leader election stopped", "err", err)
+		}
+	}()
+	closeAll = func(prev func()) func() {
+		return func() {
+			stopCtrl()
+			<-ctrlDone
+			prev()
+		}
+	}(closeAll)
 	return []func(*echo.Echo){api.Register, plat.Register}, closeAll, nil
+}
+
+// replicaIdentity names this server process in the controller lease.
+func replicaIdentity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "wheelhouse"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
 }
 
 // pruneAudit deletes audit records older than retention, at start and then hourly.

@@ -96,6 +96,11 @@ func TestRBAC(t *testing.T) {
 		contains(t, owner.must("", "get", "clusterrolebindings", "wheelhouse:team:viewer", "-o", "jsonpath={.roleRef.name}"), "view")
 		owner.must("", "create", "namespace", "dev")
 		owner.must("", "create", "configmap", "settings", "-n", "dev", "--from-literal=a=b")
+		// The service-account controller (on the replica holding the controller lease) gives it a default account.
+		waitFor(t, func() bool {
+			_, err := owner.run("", "get", "serviceaccount", "default", "-n", "dev")
+			return err == nil
+		})
 	})
 
 	t.Run("viewer reads, cannot write; can-i agrees", func(t *testing.T) {

@@ -36,6 +36,12 @@ func (rq *request) collection(res *resources.Resource) *watchcache.Collection {
 	return col
 }
 
+// Collection is res's watch-cache collection in cluster, decoded as the API serves it; cluster "" is the
+// cross-cluster collection the controllers and the scheduler follow. Its entries are shared and read-only.
+func (a *API) Collection(ctx context.Context, cluster string, res *resources.Resource) (*watchcache.Collection, error) {
+	return a.collection(ctx, cluster, res)
+}
+
 // collection is res's cached collection in cluster.
 func (a *API) collection(ctx context.Context, cluster string, res *resources.Resource) (*watchcache.Collection, error) {
 	if a.cache == nil {

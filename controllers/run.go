@@ -1,0 +1,13 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+)
+
+// Run runs every controller until ctx ends (the server calls it while it holds the controller lease).
+func Run(ctx context.Context, d Deps) {
+	var wg sync.WaitGroup
+	wg.Go(func() { RunServiceAccounts(ctx, d) })
+	wg.Wait()
+}

@@ -1,0 +1,163 @@
+// Package controllers holds Wheelhouse's controllers: level-based reconcilers that serve every cluster at once
+// from one process (the one holding the controller lease, see controllers/leader). They read the watch cache's
+// cross-cluster collections, enqueue keys (cluster, namespace, name) in client-go work queues that own retries
+// and backoff, and write through the Kubernetes API in process (kubeapi.API.LocalConfig) with their own
+// identities, so validation, admission, RBAC and audit apply to them as to anyone. See
+// docs/design/controllers.md.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
+	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
+	"github.com/wheelhouse-dev/wheelhouse/store"
+)
+
+// Key names one object (or, for controllers keyed by namespace, one namespace) in one cluster.
+type Key struct{ Cluster, Namespace, Name string }
+
+func (k Key) String() string { return k.Cluster + "/" + k.Namespace + "/" + k.Name }
+
+// Deps is what controllers use: the API (collections and in-process clients) and its registry.
+type Deps struct {
+	API      *kubeapi.API
+	Registry *resources.Registry
+	Logger   *slog.Logger
+}
+
+// collection is the cross-cluster collection of a resource.
+func (d Deps) collection(ctx context.Context, gvr schema.GroupVersionResource) (*watchcache.Collection, error) {
+	res, ok := d.Registry.Lookup(gvr)
+	if !ok {
+		return nil, fmt.Errorf("controllers: %v is not served", gvr)
+	}
+	return d.API.Collection(ctx, "", res)
+}
+
+// clients makes in-process clientsets of one identity, one per cluster, on demand.
+type clients struct {
+	api  *kubeapi.API
+	user kubeapi.User
+	mu   sync.Mutex
+	by   map[string]kubernetes.Interface
+}
+
+func newClients(api *kubeapi.API, user kubeapi.User) *clients {
+	return &clients{api: api, user: user, by: map[string]kubernetes.Interface{}}
+}
+
+func (c *clients) For(cluster string) (kubernetes.Interface, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cs, ok := c.by[cluster]; ok {
+		return cs, nil
+	}
+	cs, err := kubernetes.NewForConfig(c.api.LocalConfig(cluster, c.user))
+	if err != nil {
+		return nil, err
+	}
+	c.by[cluster] = cs
+	return cs, nil
+}
+
+// serviceAccountUser is the identity of a built-in controller: the service account kube-system/<name> that the
+// built-in ClusterRoleBinding system:controller:<name> binds to its role.
+func serviceAccountUser(name string) kubeapi.User {
+	return kubeapi.User{Name: "system:serviceaccount:kube-system:" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
+}
+
+// follow calls handle for every object of a collection (the initial state as ADDED events) and every later
+// event, until ctx ends. When the collection resets (the cache lost its store watch) it starts over from a
+// fresh collection: the handler sees the state again, which is what level-based controllers need.
+func follow(ctx context.Context, get func(context.Context) (*watchcache.Collection, error), handle func(watchcache.Event), log *slog.Logger) {
+	for ctx.Err() == nil {
+		col, err := get(ctx)
+		if err != nil {
+			log.Warn("controller cannot read a collection; retrying", "err", err)
+			if !pause(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		w, err := col.Watch(ctx, watchcache.WatchOptions{Initial: true})
+		if err != nil {
+			continue
+		}
+		for _, e := range w.Initial {
+			handle(watchcache.Event{Type: store.Added, Revision: e.Revision, Object: e})
+		}
+		var spare []watchcache.Event
+		for {
+			evs, err := w.Next(ctx, spare)
+			if err != nil {
+				w.Stop()
+				if ctx.Err() == nil && !errors.Is(err, watchcache.ErrClosed) {
+					log.Info("controller watch ended; starting over", "err", err)
+				}
+				break
+			}
+			for i, ev := range evs {
+				if ev.Object != nil {
+					handle(ev)
+				}
+				evs[i] = watchcache.Event{}
+			}
+			spare = evs
+		}
+	}
+}
+
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// newQueue is a rate-limited work queue of keys (per-key exponential backoff 5 ms → 1000 s, as upstream's
+// controllers use).
+func newQueue(name string) workqueue.TypedRateLimitingInterface[Key] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[Key](),
+		workqueue.TypedRateLimitingQueueConfig[Key]{Name: name})
+}
+
+// work runs reconcile for queued keys on n workers until ctx ends; a failed key is retried with backoff.
+func work(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], n int, reconcile func(context.Context, Key) error, log *slog.Logger) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				k, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				if err := reconcile(ctx, k); err != nil && ctx.Err() == nil {
+					log.Debug("reconcile failed; retrying with backoff", "key", k.String(), "err", err)
+					q.AddRateLimited(k)
+				} else {
+					q.Forget(k)
+				}
+				q.Done(k)
+			}
+		})
+	}
+	<-ctx.Done()
+	q.ShutDown()
+	wg.Wait()
+}
