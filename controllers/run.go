@@ -9,5 +9,6 @@ import (
 func Run(ctx context.Context, d Deps) {
 	var wg sync.WaitGroup
 	wg.Go(func() { RunServiceAccounts(ctx, d) })
+	wg.Go(func() { RunNamespaces(ctx, d) })
 	wg.Wait()
 }

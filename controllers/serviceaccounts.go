@@ -30,7 +30,9 @@ func RunServiceAccounts(ctx context.Context, d Deps) {
 	q := newQueue("serviceaccounts")
 	cl := newClients(d.API, serviceAccountUser("service-account-controller"))
 	nsCol := func(ctx context.Context) (*watchcache.Collection, error) { return d.collection(ctx, namespacesGVR) }
-	saCol := func(ctx context.Context) (*watchcache.Collection, error) { return d.collection(ctx, serviceAccountsGVR) }
+	saCol := func(ctx context.Context) (*watchcache.Collection, error) {
+		return d.collection(ctx, serviceAccountsGVR)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		follow(ctx, nsCol, func(ev watchcache.Event) {
