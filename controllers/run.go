@@ -10,5 +10,6 @@ func Run(ctx context.Context, d Deps) {
 	var wg sync.WaitGroup
 	wg.Go(func() { RunServiceAccounts(ctx, d) })
 	wg.Go(func() { RunNamespaces(ctx, d) })
+	wg.Go(func() { RunGarbageCollector(ctx, d) })
 	wg.Wait()
 }

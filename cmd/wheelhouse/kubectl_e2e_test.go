@@ -234,17 +234,36 @@ count: 1
 	t.Run("delete", func(t *testing.T) {
 		k.t = t
 		contains(t, k.must("", "delete", "cm", "late", "-n", "shop"), `configmap "late" deleted`)
-		// Orphan and foreground deletions wait for the garbage collector (the controllers issue) to finish them;
-		// here the API's part is recorded: deletionTimestamp and the propagation finalizer.
-		contains(t, k.must("", "delete", "deploy", "web", "-n", "shop", "--cascade=orphan", "--wait=false"), "deleted")
-		contains(t, k.must("", "get", "deploy", "web", "-n", "shop", "-o", "jsonpath={.metadata.finalizers} {.metadata.deletionTimestamp}"),
-			"orphan", "T")
-		contains(t, k.must("", "delete", "secret", "web-secret", "-n", "shop", "--cascade=foreground", "--wait=false"), "deleted")
-		contains(t, k.must("", "get", "secret", "web-secret", "-n", "shop", "-o", "jsonpath={.metadata.finalizers}"), "foregroundDeletion")
+		// Each cascade mode, finished by the garbage collector: a dependent (a ConfigMap owned by the object by
+		// UID) is orphaned, deleted first, or collected after its owner.
+		own := func(owner, kind, apiVersion, dependent string) {
+			t.Helper()
+			uid := strings.TrimSpace(k.must("", "get", strings.ToLower(kind), owner, "-n", "shop", "-o", "jsonpath={.metadata.uid}"))
+			k.must(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+dependent+`","namespace":"shop","ownerReferences":[{"apiVersion":"`+
+				apiVersion+`","kind":"`+kind+`","name":"`+owner+`","uid":"`+uid+`"}]}}`, "create", "-f", "-")
+		}
+		gone := func(kind, name string) func() bool {
+			return func() bool {
+				out, err := k.run("", "get", kind, name, "-n", "shop")
+				return err != nil && strings.Contains(out, "NotFound")
+			}
+		}
+		own("web", "Deployment", "apps/v1", "web-orphan")
+		contains(t, k.must("", "delete", "deploy", "web", "-n", "shop", "--cascade=orphan"), "deleted")
+		waitFor(t, gone("deploy", "web"))
+		if refs := k.must("", "get", "cm", "web-orphan", "-n", "shop", "-o", "jsonpath={.metadata.ownerReferences}"); strings.TrimSpace(refs) != "" {
+			t.Errorf("orphaned dependent still refers to its owner: %s", refs)
+		}
+		own("web-secret", "Secret", "v1", "web-secret-dep")
+		contains(t, k.must("", "delete", "secret", "web-secret", "-n", "shop", "--cascade=foreground"), "deleted")
+		waitFor(t, gone("secret", "web-secret"))
+		waitFor(t, gone("cm", "web-secret-dep"))
+		own("web-config", "ConfigMap", "v1", "web-config-dep")
 		contains(t, k.must("", "delete", "cm", "web-config", "-n", "shop", "--cascade=background"), "deleted")
 		if out, err := k.run("", "get", "cm", "web-config", "-n", "shop"); err == nil || !strings.Contains(out, "NotFound") {
 			t.Errorf("background delete left the object: %v", err)
 		}
+		waitFor(t, gone("cm", "web-config-dep"))
 	})
 }
 
