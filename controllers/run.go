@@ -11,5 +11,6 @@ func Run(ctx context.Context, d Deps) {
 	wg.Go(func() { RunServiceAccounts(ctx, d) })
 	wg.Go(func() { RunNamespaces(ctx, d) })
 	wg.Go(func() { RunGarbageCollector(ctx, d) })
+	wg.Go(func() { RunReplicaSets(ctx, d) })
 	wg.Wait()
 }
