@@ -148,7 +148,7 @@ func RunGarbageCollector(ctx context.Context, d Deps) {
 		})
 	}
 	gc := &collector{d: d, g: g, dyn: dynFor, log: log}
-	work(ctx, q, 4, func(ctx context.Context, k Key) error {
+	work(ctx, q, 4, d.clock(), func(ctx context.Context, k Key) error {
 		again, err := gc.reconcile(ctx, types.UID(k.Name))
 		if err == nil && again {
 			q.AddAfter(k, gcRecheck)

@@ -52,7 +52,7 @@ func RunNamespaces(ctx context.Context, d Deps) {
 			}
 		}, log)
 	})
-	work(ctx, q, 2, func(ctx context.Context, k Key) error {
+	work(ctx, q, 2, d.clock(), func(ctx context.Context, k Key) error {
 		namespaces, err := nsCol(ctx)
 		if err != nil {
 			return err

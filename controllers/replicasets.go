@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
 	"github.com/wheelhouse-dev/wheelhouse/store"
@@ -70,13 +72,13 @@ func RunReplicaSets(ctx context.Context, d Deps) {
 			}
 		}, log)
 	})
-	work(ctx, q, 4, func(ctx context.Context, k Key) error {
-		return reconcileReplicaSet(ctx, k, rsCol, podCol, cl)
+	work(ctx, q, 4, d.clock(), func(ctx context.Context, k Key) error {
+		return reconcileReplicaSet(ctx, k, rsCol, podCol, cl, d.clock())
 	}, log)
 	wg.Wait()
 }
 
-func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.Context) (*watchcache.Collection, error), cl *clients) error {
+func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.Context) (*watchcache.Collection, error), cl *clients, clk clock.PassiveClock) error {
 	sets, err := rsCol(ctx)
 	if err != nil {
 		return err
@@ -157,7 +159,11 @@ func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.
 			return err
 		}
 	}
-	return updateReplicaSetStatus(ctx, cs.AppsV1().ReplicaSets(k.Namespace), rs, owned)
+	recheck, err := updateReplicaSetStatus(ctx, cs.AppsV1().ReplicaSets(k.Namespace), rs, owned, clk.Now())
+	if err == nil && recheck > 0 {
+		return requeueAfter(recheck)
+	}
+	return err
 }
 
 func controllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
@@ -194,6 +200,25 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// podAvailable tells whether a pod has been ready for minReady at now; if it is ready but not yet available,
+// wait is how long until it will be.
+func podAvailable(p *corev1.Pod, minReady int32, now time.Time) (available bool, wait time.Duration) {
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.PodReady || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		if minReady <= 0 {
+			return true, 0
+		}
+		at := c.LastTransitionTime.Add(time.Duration(minReady) * time.Second)
+		if !now.Before(at) {
+			return true, 0
+		}
+		return false, at.Sub(now)
+	}
+	return false, 0
+}
+
 // patchOwners sets a pod's ownerReferences (a merge patch replaces the list) and returns the write's revision.
 func patchOwners(ctx context.Context, pods podPatcher, pod *corev1.Pod, refs []metav1.OwnerReference) (int64, error) {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs}})
@@ -218,8 +243,9 @@ type rsStatusWriter interface {
 	UpdateStatus(ctx context.Context, rs *appsv1.ReplicaSet, opts metav1.UpdateOptions) (*appsv1.ReplicaSet, error)
 }
 
-// updateReplicaSetStatus writes the counts the ReplicaSet's pods show, when they changed.
-func updateReplicaSetStatus(ctx context.Context, c rsStatusWriter, rs *appsv1.ReplicaSet, owned []*corev1.Pod) error {
+// updateReplicaSetStatus writes the counts the ReplicaSet's pods show, when they changed. A pod is available
+// once it has been ready for minReadySeconds; recheck is when the next ready pod becomes available (0: none).
+func updateReplicaSetStatus(ctx context.Context, c rsStatusWriter, rs *appsv1.ReplicaSet, owned []*corev1.Pod, now time.Time) (recheck time.Duration, err error) {
 	st := appsv1.ReplicaSetStatus{ObservedGeneration: rs.Generation, Conditions: rs.Status.Conditions}
 	for _, p := range owned {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -231,21 +257,25 @@ func updateReplicaSetStatus(ctx context.Context, c rsStatusWriter, rs *appsv1.Re
 		}
 		if podReady(p) {
 			st.ReadyReplicas++
-			st.AvailableReplicas++ // minReadySeconds is the Deployment controller's concern (next step)
+		}
+		if ok, wait := podAvailable(p, rs.Spec.MinReadySeconds, now); ok {
+			st.AvailableReplicas++
+		} else {
+			recheck = soonest(recheck, wait)
 		}
 	}
 	if st.Replicas == rs.Status.Replicas && st.ReadyReplicas == rs.Status.ReadyReplicas &&
 		st.AvailableReplicas == rs.Status.AvailableReplicas && st.FullyLabeledReplicas == rs.Status.FullyLabeledReplicas &&
 		st.ObservedGeneration == rs.Status.ObservedGeneration {
-		return nil
+		return recheck, nil
 	}
 	next := rs.DeepCopy()
 	next.Status = st
-	_, err := c.UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	_, err = c.UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil // gone, or changed: its next event brings it back
+		return 0, nil // gone, or changed: its next event brings it back
 	}
-	return err
+	return recheck, err
 }
 
 func ptrOr(p *int32, def int32) int32 {

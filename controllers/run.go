@@ -12,5 +12,6 @@ func Run(ctx context.Context, d Deps) {
 	wg.Go(func() { RunNamespaces(ctx, d) })
 	wg.Go(func() { RunGarbageCollector(ctx, d) })
 	wg.Go(func() { RunReplicaSets(ctx, d) })
+	wg.Go(func() { RunDeployments(ctx, d) })
 	wg.Wait()
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
@@ -34,6 +35,30 @@ type Deps struct {
 	API      *kubeapi.API
 	Registry *resources.Registry
 	Logger   *slog.Logger
+	// Clock tells the time for time-based conditions (minReadySeconds, progress deadlines, lease expiry,
+	// tolerationSeconds) and schedules their re-checks; nil is the real clock. Tests pass a fake one.
+	Clock clock.WithDelayedExecution
+}
+
+func (d Deps) clock() clock.WithDelayedExecution {
+	if d.Clock == nil {
+		return clock.RealClock{}
+	}
+	return d.Clock
+}
+
+// requeueAfter is what a reconcile returns when the key needs another look once some time has passed on the
+// controllers' clock (a pod becoming available after minReadySeconds, a progress deadline). It is not a failure.
+type requeueAfter time.Duration
+
+func (r requeueAfter) Error() string { return fmt.Sprintf("requeue after %s", time.Duration(r)) }
+
+// soonest keeps the shorter of two pending re-checks (zero is none).
+func soonest(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // collection is the cross-cluster collection of a resource.
@@ -137,8 +162,9 @@ func newQueue(name string) workqueue.TypedRateLimitingInterface[Key] {
 		workqueue.TypedRateLimitingQueueConfig[Key]{Name: name})
 }
 
-// work runs reconcile for queued keys on n workers until ctx ends; a failed key is retried with backoff.
-func work(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], n int, reconcile func(context.Context, Key) error, log *slog.Logger) {
+// work runs reconcile for queued keys on n workers until ctx ends; a failed key is retried with backoff, and a
+// key whose reconcile returned requeueAfter is queued again when that much time has passed on clk.
+func work(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], n int, clk clock.WithDelayedExecution, reconcile func(context.Context, Key) error, log *slog.Logger) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
@@ -147,7 +173,11 @@ func work(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], n in
 				if shutdown {
 					return
 				}
-				if err := reconcile(ctx, k); err != nil && ctx.Err() == nil {
+				var later requeueAfter
+				if err := reconcile(ctx, k); errors.As(err, &later) {
+					q.Forget(k)
+					clk.AfterFunc(time.Duration(later), func() { q.Add(k) })
+				} else if err != nil && ctx.Err() == nil {
 					log.Debug("reconcile failed; retrying with backoff", "key", k.String(), "err", err)
 					q.AddRateLimited(k)
 				} else {

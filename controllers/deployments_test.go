@@ -1,0 +1,365 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// runControllers starts every controller on d until the test ends.
+func runControllers(t *testing.T, d Deps) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); Run(ctx, d) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// fakeKubelet marks every pod carrying the label ready=yes Ready (as of the clock's now), until the test
+// ends: the part of a kubelet a rollout needs.
+func fakeKubelet(t *testing.T, cs kubernetes.Interface, clk *clocktesting.FakeClock) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "ready=yes"})
+			if err == nil {
+				for _, p := range pods.Items {
+					if podReady(&p) || p.DeletionTimestamp != nil {
+						continue
+					}
+					p.Status.Phase = corev1.PodRunning
+					p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady,
+						Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(clk.Now())})
+					_, _ = cs.CoreV1().Pods("default").UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+func deployment(name string, replicas int32, image string, ready bool) *appsv1.Deployment {
+	sel := map[string]string{"app": name}
+	labels := map[string]string{"app": name}
+	if ready {
+		labels["ready"] = "yes"
+	}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}}}
+}
+
+// replicaSetsOf lists a Deployment's ReplicaSets by revision.
+func replicaSetsOf(t *testing.T, cs kubernetes.Interface, name string) map[string]appsv1.ReplicaSet {
+	t.Helper()
+	list, err := cs.AppsV1().ReplicaSets("default").List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]appsv1.ReplicaSet{}
+	for _, rs := range list.Items {
+		out[rs.Annotations[revisionAnnotation]] = rs
+	}
+	return out
+}
+
+// readyPods counts a Deployment's live, ready pods and all its live pods.
+func readyPods(t *testing.T, cs kubernetes.Interface, name string) (ready, live int) {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods("default").List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		live++
+		if podReady(&p) {
+			ready++
+		}
+	}
+	return ready, live
+}
+
+func progressing(dep *appsv1.Deployment) appsv1.DeploymentCondition {
+	if c := findCondition(dep.Status.Conditions, appsv1.DeploymentProgressing); c != nil {
+		return *c
+	}
+	return appsv1.DeploymentCondition{}
+}
+
+func complete(t *testing.T, cs kubernetes.Interface, name string, want int32) func() bool {
+	return func() bool {
+		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && dep.Status.ObservedGeneration == dep.Generation && dep.Status.UpdatedReplicas == want &&
+			dep.Status.Replicas == want && dep.Status.AvailableReplicas == want && progressing(dep).Reason == "NewReplicaSetAvailable"
+	}
+}
+
+func setImage(t *testing.T, cs kubernetes.Interface, name, image string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"c","image":%q}]}}}}`, image)
+	if _, err := cs.AppsV1().Deployments("default").Patch(t.Context(), name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+	dep := deployment("web", 4, "nginx:1", true)
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	dep.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}
+	dep.Annotations = map[string]string{"kubernetes.io/change-cause": "first"}
+	if _, err := cs.AppsV1().Deployments("default").Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first rollout complete", complete(t, cs, "web", 4))
+	sets := replicaSetsOf(t, cs, "web")
+	first, ok := sets["1"]
+	if len(sets) != 1 || !ok {
+		t.Fatalf("want one ReplicaSet at revision 1, have %v", slices.Collect(maps.Keys(sets)))
+	}
+	if h := first.Labels[templateHashLabel]; h == "" || first.Name != "web-"+h || first.Spec.Selector.MatchLabels[templateHashLabel] != h {
+		t.Fatalf("ReplicaSet %s: want name, label and selector from the template hash, have labels %v", first.Name, first.Labels)
+	}
+	if first.Annotations["kubernetes.io/change-cause"] != "first" {
+		t.Fatalf("change-cause not copied to the ReplicaSet: %v", first.Annotations)
+	}
+	got, _ := cs.AppsV1().Deployments("default").Get(t.Context(), "web", metav1.GetOptions{})
+	if got.Annotations[revisionAnnotation] != "1" {
+		t.Fatalf("deployment revision annotation %q, want 1", got.Annotations[revisionAnnotation])
+	}
+
+	// A new image rolls out with maxUnavailable=0: ready pods never drop below 4 and live ones never exceed 5.
+	setImage(t, cs, "web", "nginx:2")
+	eventually(t, "the second rollout complete", func() bool {
+		ready, live := readyPods(t, cs, "web")
+		if ready < 4 || live > 5 {
+			t.Fatalf("during the rollout: %d ready, %d live pods (want ≥4 ready, ≤5 live)", ready, live)
+		}
+		return complete(t, cs, "web", 4)()
+	})
+	sets = replicaSetsOf(t, cs, "web")
+	if len(sets) != 2 || *sets["1"].Spec.Replicas != 0 || *sets["2"].Spec.Replicas != 4 ||
+		sets["2"].Spec.Template.Spec.Containers[0].Image != "nginx:2" {
+		t.Fatalf("after the update want revision 1 at 0 and revision 2 (nginx:2) at 4, have %d sets", len(sets))
+	}
+
+	// Rollback (what `kubectl rollout undo` writes: the old template) reuses the first ReplicaSet as revision 3.
+	setImage(t, cs, "web", "nginx:1")
+	eventually(t, "the rollback complete", complete(t, cs, "web", 4))
+	sets = replicaSetsOf(t, cs, "web")
+	back, ok := sets["3"]
+	if len(sets) != 2 || !ok || back.Name != first.Name || *back.Spec.Replicas != 4 ||
+		back.Annotations["deployment.kubernetes.io/revision-history"] != "1" {
+		t.Fatalf("after the rollback want %s at revision 3 (history 1) with 4 replicas, have %v", first.Name, slices.Collect(maps.Keys(sets)))
+	}
+
+	// kubectl scale through the scale subresource.
+	if _, err := cs.AppsV1().Deployments("default").UpdateScale(t.Context(), "web",
+		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+			Spec: autoscalingv1.ScaleSpec{Replicas: 2}}, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "scaled to 2", complete(t, cs, "web", 2))
+}
+
+func TestDeploymentRecreatePauseAndHistory(t *testing.T) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+	dep := deployment("db", 2, "pg:1", true)
+	dep.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType
+	one := int32(1)
+	dep.Spec.RevisionHistoryLimit = &one
+	if _, err := cs.AppsV1().Deployments("default").Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first rollout complete", complete(t, cs, "db", 2))
+
+	// Recreate: the old pods are all gone before any new one exists.
+	setImage(t, cs, "db", "pg:2")
+	eventually(t, "the recreate complete", func() bool {
+		pods, err := cs.CoreV1().Pods("default").List(t.Context(), metav1.ListOptions{LabelSelector: "app=db"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		images := map[string]bool{}
+		for _, p := range pods.Items {
+			images[p.Spec.Containers[0].Image] = true
+		}
+		if images["pg:1"] && images["pg:2"] {
+			t.Fatal("old and new pods at once under Recreate")
+		}
+		return complete(t, cs, "db", 2)()
+	})
+
+	// Paused: a template change makes no ReplicaSet until resumed.
+	if _, err := cs.AppsV1().Deployments("default").Patch(t.Context(), "db", types.MergePatchType, []byte(`{"spec":{"paused":true}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Progressing reports DeploymentPaused", func() bool {
+		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "db", metav1.GetOptions{})
+		return err == nil && progressing(dep).Reason == "DeploymentPaused" && dep.Status.ObservedGeneration == dep.Generation
+	})
+	setImage(t, cs, "db", "pg:3")
+	eventually(t, "the paused deployment observed", func() bool {
+		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "db", metav1.GetOptions{})
+		return err == nil && dep.Status.ObservedGeneration == dep.Generation
+	})
+	if sets := replicaSetsOf(t, cs, "db"); len(sets) != 2 {
+		t.Fatalf("a paused deployment made a ReplicaSet: %v", slices.Collect(maps.Keys(sets)))
+	}
+	if _, err := cs.AppsV1().Deployments("default").Patch(t.Context(), "db", types.MergePatchType, []byte(`{"spec":{"paused":false}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the resumed rollout complete", complete(t, cs, "db", 2))
+	// revisionHistoryLimit=1: revision 1 was deleted, 2 kept (empty), 3 current.
+	eventually(t, "history trimmed to one old ReplicaSet", func() bool {
+		sets := replicaSetsOf(t, cs, "db")
+		_, has2 := sets["2"]
+		_, has3 := sets["3"]
+		return len(sets) == 2 && has2 && has3
+	})
+}
+
+func TestDeploymentMinReadySecondsAndProgressDeadline(t *testing.T) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+
+	// minReadySeconds: ready pods count as available only once the clock has moved on by that much.
+	slow := deployment("slow", 2, "app:1", true)
+	slow.Spec.MinReadySeconds = 30
+	if _, err := cs.AppsV1().Deployments("default").Create(t.Context(), slow, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "2 ready, 0 available", func() bool {
+		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "slow", metav1.GetOptions{})
+		return err == nil && dep.Status.ReadyReplicas == 2 && dep.Status.AvailableReplicas == 0
+	})
+	clk.Step(31 * time.Second)
+	eventually(t, "available after minReadySeconds", complete(t, cs, "slow", 2))
+
+	// progressDeadlineSeconds: pods that never become ready stall the rollout, reported as
+	// ProgressDeadlineExceeded once the deadline passes.
+	stuck := deployment("stuck", 2, "app:1", false)
+	deadline := int32(60)
+	stuck.Spec.ProgressDeadlineSeconds = &deadline
+	if _, err := cs.AppsV1().Deployments("default").Create(t.Context(), stuck, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *appsv1.Deployment {
+		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "stuck", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dep
+	}
+	eventually(t, "ReplicaSetUpdated", func() bool {
+		dep := get()
+		return progressing(dep).Reason == "ReplicaSetUpdated" && dep.Status.Replicas == 2
+	})
+	clk.Step(61 * time.Second)
+	eventually(t, "ProgressDeadlineExceeded", func() bool {
+		c := progressing(get())
+		return c.Reason == "ProgressDeadlineExceeded" && c.Status == corev1.ConditionFalse
+	})
+}
+
+// TestRollingPlanKeepsAvailability: with maxUnavailable=0 a rolling update never takes ready replicas below
+// desired, never runs more than desired+maxSurge pods, and always finishes, however pods become ready.
+func TestRollingPlanKeepsAvailability(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		want := rapid.Int32Range(1, 20).Draw(t, "want")
+		surge := rapid.Int32Range(1, 5).Draw(t, "surge")
+		nOld := rapid.IntRange(1, 3).Draw(t, "old")
+		// A ReplicaSet scaled down loses its not-ready pods first; new pods start not ready.
+		type set struct{ spec, pods, ready int32 }
+		apply := func(s *set, spec int32) {
+			s.spec = spec
+			for s.pods > spec {
+				if s.ready == s.pods {
+					s.ready--
+				}
+				s.pods--
+			}
+			s.pods = spec
+		}
+		// Before the update everything runs, ready, in the old sets.
+		old := make([]set, nOld)
+		left := want
+		for i := range old {
+			n := left
+			if i < nOld-1 {
+				n = rapid.Int32Range(0, left).Draw(t, "oldSize")
+			}
+			old[i] = set{n, n, n}
+			left -= n
+		}
+		cur := set{}
+		for step := 0; ; step++ {
+			if step > 500 {
+				t.Fatalf("no progress after 500 steps: new %+v old %+v", cur, old)
+			}
+			counts := make([]rsCounts, len(old))
+			for i, o := range old {
+				counts[i] = rsCounts{Spec: o.spec, Available: o.ready}
+			}
+			newSpec, oldSpecs := planRolling(want, surge, 0, rsCounts{Spec: cur.spec, Available: cur.ready}, counts)
+			apply(&cur, newSpec)
+			pods, ready := cur.pods, cur.ready
+			for i := range old {
+				apply(&old[i], oldSpecs[i])
+				pods += old[i].pods
+				ready += old[i].ready
+			}
+			if ready < want {
+				t.Fatalf("step %d: %d ready < %d desired", step, ready, want)
+			}
+			if pods > want+surge {
+				t.Fatalf("step %d: %d pods > %d desired + %d surge", step, pods, want, surge)
+			}
+			if cur.ready == want && pods == want {
+				return
+			}
+			// Some of the new pods become ready.
+			cur.ready += rapid.Int32Range(0, cur.pods-cur.ready).Draw(t, "becomeReady")
+		}
+	})
+}
