@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
 	"github.com/wheelhouse-dev/wheelhouse/store"
@@ -90,7 +91,7 @@ func RunDeployments(ctx context.Context, d Deps) {
 			return err
 		}
 		r := &deploymentSync{dep: dep, owned: owned, rsc: cs.AppsV1().ReplicaSets(k.Namespace),
-			dc: cs.AppsV1().Deployments(k.Namespace), now: d.clock().Now()}
+			dc: cs.AppsV1().Deployments(k.Namespace), now: d.clock().Now(), ev: d.recorder(k.Cluster, "deployment-controller")}
 		recheck, err := r.sync(ctx)
 		if err != nil {
 			return err
@@ -114,6 +115,7 @@ type deploymentSync struct {
 	rsc     appsclient.ReplicaSetInterface
 	dc      appsclient.DeploymentInterface
 	now     time.Time
+	ev      record.EventRecorder
 	created bool  // this sync made the new ReplicaSet
 	lastRev int64 // the newest revision this sync wrote
 }
@@ -209,6 +211,9 @@ func (r *deploymentSync) createNew(ctx context.Context, hash string, revision in
 		return nil, fmt.Errorf("create ReplicaSet %s: %w", rs.Name, err)
 	}
 	r.note(created.ResourceVersion)
+	if n := ptrOr(created.Spec.Replicas, 1); n > 0 {
+		r.ev.Eventf(dep, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", created.Name, n)
+	}
 	return created, nil
 }
 
@@ -273,7 +278,8 @@ func (r *deploymentSync) syncNew(ctx context.Context, rs *appsv1.ReplicaSet, max
 
 // scale sets a ReplicaSet's replicas (through /scale-free merge patch) unless already there.
 func (r *deploymentSync) scale(ctx context.Context, rs *appsv1.ReplicaSet, n int32) error {
-	if ptrOr(rs.Spec.Replicas, 1) == n {
+	from := ptrOr(rs.Spec.Replicas, 1)
+	if from == n {
 		return nil
 	}
 	out, err := r.rsc.Patch(ctx, rs.Name, types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)), metav1.PatchOptions{})
@@ -282,6 +288,11 @@ func (r *deploymentSync) scale(ctx context.Context, rs *appsv1.ReplicaSet, n int
 	}
 	r.note(out.ResourceVersion)
 	rs.Spec.Replicas = out.Spec.Replicas
+	dir := "up"
+	if n < from {
+		dir = "down"
+	}
+	r.ev.Eventf(r.dep, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", dir, rs.Name, from, n)
 	return nil
 }
 

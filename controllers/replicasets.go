@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
@@ -73,12 +74,12 @@ func RunReplicaSets(ctx context.Context, d Deps) {
 		}, log)
 	})
 	work(ctx, q, 4, d.clock(), func(ctx context.Context, k Key) error {
-		return reconcileReplicaSet(ctx, k, rsCol, podCol, cl, d.clock())
+		return reconcileReplicaSet(ctx, k, rsCol, podCol, cl, d.clock(), d.recorder(k.Cluster, "replicaset-controller"))
 	}, log)
 	wg.Wait()
 }
 
-func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.Context) (*watchcache.Collection, error), cl *clients, clk clock.PassiveClock) error {
+func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.Context) (*watchcache.Collection, error), cl *clients, clk clock.PassiveClock, ev record.EventRecorder) error {
 	sets, err := rsCol(ctx)
 	if err != nil {
 		return err
@@ -140,8 +141,10 @@ func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.
 			pod := podFromTemplate(rs)
 			created, err := podClient.Create(ctx, pod, metav1.CreateOptions{})
 			if err != nil {
+				ev.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 				return fmt.Errorf("create a pod of %s: %w", k, err)
 			}
+			ev.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
 			lastRev = max(lastRev, revOf(created.ResourceVersion))
 		}
 	case diff < 0:
@@ -149,7 +152,11 @@ func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.
 		for _, pod := range active[:-diff] {
 			err := podClient.Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				ev.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 				return fmt.Errorf("delete pod %s of %s: %w", pod.Name, k, err)
+			}
+			if err == nil {
+				ev.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
 			}
 		}
 	}

@@ -7,6 +7,10 @@ import (
 
 // Run runs every controller until ctx ends (the server calls it while it holds the controller lease).
 func Run(ctx context.Context, d Deps) {
+	if d.Events == nil {
+		d.Events = NewEvents(d)
+		defer d.Events.Close()
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { RunServiceAccounts(ctx, d) })
 	wg.Go(func() { RunNamespaces(ctx, d) })

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
@@ -38,6 +39,17 @@ type Deps struct {
 	// Clock tells the time for time-based conditions (minReadySeconds, progress deadlines, lease expiry,
 	// tolerationSeconds) and schedules their re-checks; nil is the real clock. Tests pass a fake one.
 	Clock clock.WithDelayedExecution
+	// Events records Kubernetes Events; Run makes one when nil.
+	Events *Events
+}
+
+// recorder is the event recorder of one component in one cluster (events are dropped if Deps has no Events,
+// which only a controller run on its own, outside Run, can see).
+func (d Deps) recorder(cluster, component string) record.EventRecorder {
+	if d.Events == nil {
+		return &record.FakeRecorder{}
+	}
+	return d.Events.For(cluster, component)
 }
 
 func (d Deps) clock() clock.WithDelayedExecution {
