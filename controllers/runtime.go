@@ -119,6 +119,21 @@ func serviceAccountUser(name string) kubeapi.User {
 // event, until ctx ends. When the collection resets (the cache lost its store watch) it starts over from a
 // fresh collection: the handler sees the state again, which is what level-based controllers need.
 func follow(ctx context.Context, get func(context.Context) (*watchcache.Collection, error), handle func(watchcache.Event), log *slog.Logger) {
+	Follow(ctx, get, FollowHandlers{Event: handle}, log)
+}
+
+// FollowHandlers receive a followed collection: Reset (optional) before each delivery of the whole state (the
+// first, and again whenever the collection starts over), Event for every object of that state (as ADDED) and
+// every change after it, Synced (optional) once each whole state has been delivered. A follower keeping its own
+// copy drops, at Synced, what it had before Reset and did not see again.
+type FollowHandlers struct {
+	Reset, Synced func()
+	Event         func(watchcache.Event)
+}
+
+// Follow is follow with all its handlers, for other packages (the scheduler).
+func Follow(ctx context.Context, get func(context.Context) (*watchcache.Collection, error), h FollowHandlers, log *slog.Logger) {
+	handle := h.Event
 	for ctx.Err() == nil {
 		col, err := get(ctx)
 		if err != nil {
@@ -132,8 +147,14 @@ func follow(ctx context.Context, get func(context.Context) (*watchcache.Collecti
 		if err != nil {
 			continue
 		}
+		if h.Reset != nil {
+			h.Reset()
+		}
 		for _, e := range w.Initial {
 			handle(watchcache.Event{Type: store.Added, Revision: e.Revision, Object: e})
+		}
+		if h.Synced != nil {
+			h.Synced()
 		}
 		var spare []watchcache.Event
 		for {

@@ -1,0 +1,225 @@
+package framework
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// NodeInfo is a node with the pods placed on it (bound or assumed) and their sums.
+type NodeInfo struct {
+	node *corev1.Node
+	Pods []*PodInfo
+	// PodsWithAffinity have any pod (anti-)affinity term; PodsWithRequiredAntiAffinity a required
+	// anti-affinity term (the ones an incoming pod must respect).
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
+	UsedPorts                    HostPorts
+	Requested                    Resource
+	NonZeroRequested             Resource
+	Allocatable                  Resource
+	// Generation grows with every change (the scheduler's snapshot uses it).
+	Generation int64
+}
+
+// NewNodeInfo makes an empty NodeInfo for node (which may be nil while only pods are known).
+func NewNodeInfo(node *corev1.Node) *NodeInfo {
+	n := &NodeInfo{UsedPorts: HostPorts{}}
+	if node != nil {
+		n.SetNode(node)
+	}
+	return n
+}
+
+// Node is the node (nil if only its pods are known so far).
+func (n *NodeInfo) Node() *corev1.Node { return n.node }
+
+// Name is the node's name ("" without a node).
+func (n *NodeInfo) Name() string {
+	if n.node == nil {
+		return ""
+	}
+	return n.node.Name
+}
+
+// SetNode sets or replaces the node.
+func (n *NodeInfo) SetNode(node *corev1.Node) {
+	n.node = node
+	n.Allocatable = NewResource(node.Status.Allocatable)
+	if _, ok := node.Status.Allocatable[corev1.ResourcePods]; !ok {
+		n.Allocatable.AllowedPodNumber = DefaultMaxPods
+	}
+	n.Generation++
+}
+
+// AddPod places a pod on the node.
+func (n *NodeInfo) AddPod(pi *PodInfo) {
+	n.Pods = append(n.Pods, pi)
+	if pi.HasAffinity() {
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
+	}
+	if len(pi.RequiredAntiAffinityTerms) > 0 {
+		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
+	}
+	n.Requested.plus(&pi.Requests, 1)
+	n.NonZeroRequested.plus(&pi.NonZero, 1)
+	n.UsedPorts.add(pi.Pod, 1)
+	n.Generation++
+}
+
+// RemovePod takes a pod (by UID) off the node.
+func (n *NodeInfo) RemovePod(uid types.UID) error {
+	i := indexOf(n.Pods, uid)
+	if i < 0 {
+		return fmt.Errorf("pod %s is not on node %s", uid, n.Name())
+	}
+	pi := n.Pods[i]
+	n.Pods = removeAt(n.Pods, i)
+	if j := indexOf(n.PodsWithAffinity, uid); j >= 0 {
+		n.PodsWithAffinity = removeAt(n.PodsWithAffinity, j)
+	}
+	if j := indexOf(n.PodsWithRequiredAntiAffinity, uid); j >= 0 {
+		n.PodsWithRequiredAntiAffinity = removeAt(n.PodsWithRequiredAntiAffinity, j)
+	}
+	n.Requested.plus(&pi.Requests, -1)
+	n.NonZeroRequested.plus(&pi.NonZero, -1)
+	n.UsedPorts.add(pi.Pod, -1)
+	n.Generation++
+	return nil
+}
+
+// Clone copies the NodeInfo (the pods themselves are shared, read-only).
+func (n *NodeInfo) Clone() *NodeInfo {
+	c := &NodeInfo{node: n.node, Pods: append([]*PodInfo(nil), n.Pods...),
+		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
+		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),
+		UsedPorts:                    n.UsedPorts.clone(), Requested: n.Requested.Clone(),
+		NonZeroRequested: n.NonZeroRequested.Clone(), Allocatable: n.Allocatable.Clone(), Generation: n.Generation}
+	return c
+}
+
+func indexOf(pods []*PodInfo, uid types.UID) int {
+	for i, p := range pods {
+		if p.Pod.UID == uid {
+			return i
+		}
+	}
+	return -1
+}
+
+// removeAt removes element i without keeping order (swap with the last).
+func removeAt(pods []*PodInfo, i int) []*PodInfo {
+	last := len(pods) - 1
+	pods[i] = pods[last]
+	pods[last] = nil
+	return pods[:last]
+}
+
+// HostPort is a host port in use: IP (0.0.0.0 for all), protocol and port.
+type HostPort struct {
+	IP       string
+	Protocol corev1.Protocol
+	Port     int32
+}
+
+// HostPorts counts the host ports the node's pods use.
+type HostPorts map[HostPort]int
+
+func (h HostPorts) add(pod *corev1.Pod, sign int) {
+	for _, p := range PodHostPorts(pod) {
+		h[p] += sign
+		if h[p] <= 0 {
+			delete(h, p)
+		}
+	}
+}
+
+func (h HostPorts) clone() HostPorts {
+	c := make(HostPorts, len(h))
+	for k, v := range h {
+		c[k] = v
+	}
+	return c
+}
+
+// Conflicts tells whether p clashes with a port in use: the same protocol and port on the same IP, or with
+// either side bound to every address (0.0.0.0).
+func (h HostPorts) Conflicts(p HostPort) bool {
+	if len(h) == 0 {
+		return false
+	}
+	if p.IP == anyIP {
+		for used := range h {
+			if used.Protocol == p.Protocol && used.Port == p.Port {
+				return true
+			}
+		}
+		return false
+	}
+	if h[p] > 0 {
+		return true
+	}
+	return h[HostPort{IP: anyIP, Protocol: p.Protocol, Port: p.Port}] > 0
+}
+
+const anyIP = "0.0.0.0"
+
+// PodHostPorts lists the host ports a pod asks for (containers and init containers).
+func PodHostPorts(pod *corev1.Pod) []HostPort {
+	var out []HostPort
+	add := func(cs []corev1.Container) {
+		for i := range cs {
+			for _, p := range cs[i].Ports {
+				if p.HostPort <= 0 {
+					continue
+				}
+				hp := HostPort{IP: p.HostIP, Protocol: p.Protocol, Port: p.HostPort}
+				if hp.IP == "" {
+					hp.IP = anyIP
+				}
+				if hp.Protocol == "" {
+					hp.Protocol = corev1.ProtocolTCP
+				}
+				out = append(out, hp)
+			}
+		}
+	}
+	add(pod.Spec.InitContainers)
+	add(pod.Spec.Containers)
+	return out
+}
+
+// Snapshot is the scheduler's view of one cluster during a scheduling cycle.
+type Snapshot struct {
+	Cluster string
+	// Nodes are the cluster's nodes (with a Node object), in a stable order.
+	Nodes  []*NodeInfo
+	byName map[string]*NodeInfo
+	// NamespaceLabels gives the labels of a namespace (for affinity namespaceSelectors); nil: none known.
+	NamespaceLabels func(namespace string) labels.Set
+}
+
+// NewSnapshot indexes nodes by name.
+func NewSnapshot(cluster string, nodes []*NodeInfo, nsLabels func(string) labels.Set) *Snapshot {
+	s := &Snapshot{Cluster: cluster, Nodes: nodes, byName: make(map[string]*NodeInfo, len(nodes)), NamespaceLabels: nsLabels}
+	for _, n := range nodes {
+		s.byName[n.Name()] = n
+	}
+	return s
+}
+
+// Get is the NodeInfo of a node by name.
+func (s *Snapshot) Get(name string) (*NodeInfo, bool) {
+	n, ok := s.byName[name]
+	return n, ok
+}
+
+// NSLabels is the labels of a namespace.
+func (s *Snapshot) NSLabels(ns string) labels.Set {
+	if s.NamespaceLabels == nil {
+		return nil
+	}
+	return s.NamespaceLabels(ns)
+}
