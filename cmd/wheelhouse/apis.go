@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -15,6 +16,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/controllers"
 	"github.com/wheelhouse-dev/wheelhouse/controllers/leader"
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
+	"github.com/wheelhouse-dev/wheelhouse/scheduler"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/platform"
@@ -98,14 +100,36 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 		closeAll()
 		return nil, nil, err
 	}
-	// The controllers run on the replica holding the controller lease, as an in-process API client each.
+	// The controllers and the scheduler run on the replica holding the controller lease, as in-process API
+	// clients with their own identities.
 	deps := controllers.Deps{API: api, Registry: reg, Logger: log.With("component", "controllers")}
+	schedCfg, err := scheduler.LoadConfig(cfg.SchedulerConfig)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	newScheduler := func(events *controllers.Events) (*scheduler.Scheduler, error) {
+		return scheduler.New(scheduler.Deps{API: api, Registry: reg, Logger: log, Config: schedCfg, Recorder: events.For})
+	}
 	ctrlCtx, stopCtrl := context.WithCancel(context.WithoutCancel(ctx))
 	ctrlDone := make(chan struct{})
 	go func() {
 		defer close(ctrlDone)
 		err := leader.Run(ctrlCtx, leader.Config{Store: st, Identity: replicaIdentity(), Logger: log.With("component", "leader")},
-			func(lctx context.Context) { controllers.Run(lctx, deps) })
+			func(lctx context.Context) {
+				deps.Events = controllers.NewEvents(deps)
+				defer deps.Events.Close()
+				sched, err := newScheduler(deps.Events)
+				if err != nil {
+					log.Error("scheduler not started", "err", err)
+					controllers.Run(lctx, deps)
+					return
+				}
+				var wg sync.WaitGroup
+				wg.Go(func() { controllers.Run(lctx, deps) })
+				wg.Go(func() { sched.Run(lctx) })
+				wg.Wait()
+			})
 		if err != nil {
 			log.Error("controller leader election stopped", "err", err)
 		}

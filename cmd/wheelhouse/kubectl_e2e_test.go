@@ -51,6 +51,22 @@ func (k *kubectl) run(stdin string, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// newKubectl writes the admin kubeconfig of cluster default (`wheelhouse kubeconfig`) for a server started with
+// e2eToken and returns a kubectl using it.
+func newKubectl(t *testing.T, bin, kbin, url, dataDir string) *kubectl {
+	t.Helper()
+	cfg, err := exec.Command(bin, "kubeconfig", "--cluster", "default", "--server", url, "--token", e2eToken,
+		"--data-dir", dataDir).Output()
+	if err != nil {
+		t.Fatalf("wheelhouse kubeconfig: %v", err)
+	}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &kubectl{t: t, bin: kbin, kubeconfig: kc}
+}
+
 // must runs kubectl and fails the test on error; it returns the output.
 func (k *kubectl) must(stdin string, args ...string) string {
 	k.t.Helper()
@@ -127,16 +143,7 @@ func TestKubectl(t *testing.T) {
 	p := startServer(t, bin, []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t),
 		"WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}, "--data-dir", dataDir)
 	p.waitReady(t)
-	cfg, err := exec.Command(bin, "kubeconfig", "--cluster", "default", "--server", p.url, "--token", e2eToken,
-		"--data-dir", dataDir).Output()
-	if err != nil {
-		t.Fatalf("wheelhouse kubeconfig: %v", err)
-	}
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k := &kubectl{t: t, bin: kbin, kubeconfig: kc}
+	k := newKubectl(t, bin, kbin, p.url, dataDir)
 
 	t.Run("discovery", func(t *testing.T) {
 		k.t = t

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,6 +78,11 @@ func TestHelpDoesNotPrintEnvironment(t *testing.T) {
 }
 
 func TestServerConfigValidate(t *testing.T) {
+	badSchedulerConfig = filepath.Join(t.TempDir(), "sched.yaml")
+	if err := os.WriteFile(badSchedulerConfig, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"+
+		"profiles:\n- plugins:\n    score:\n      enabled:\n      - name: NodeResourcesFit\n        weight: 500\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ok := serverConfig{Listen: "127.0.0.1:8080", DataDir: "d", LogLevel: "info", LogFormat: "text", Retention: "5m",
 		WatchCache: "on", AuditRetention: "24h", TLS: "on"}
 	for _, tc := range []struct {
@@ -95,6 +102,8 @@ func TestServerConfigValidate(t *testing.T) {
 		{"bad tls", func(c *serverConfig) { c.TLS = "maybe" }, "--tls"},
 		{"tls off with a certificate", func(c *serverConfig) { c.TLS, c.TLSCertFile = "off", "x.crt" }, "--tls off"},
 		{"audit retention too short", func(c *serverConfig) { c.AuditRetention = "5m" }, "--audit-retention"},
+		{"missing scheduler config", func(c *serverConfig) { c.SchedulerConfig = "/nonexistent/sched.yaml" }, "--scheduler-config"},
+		{"invalid scheduler config", func(c *serverConfig) { c.SchedulerConfig = badSchedulerConfig }, "profiles[0].plugins.score.enabled[0].weight: Invalid value: 500"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
@@ -109,6 +118,9 @@ func TestServerConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// badSchedulerConfig is a KubeSchedulerConfiguration with an out-of-range weight (written by the test).
+var badSchedulerConfig string
 
 func TestVersionCommand(t *testing.T) {
 	for _, tc := range []struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wheelhouse-dev/wheelhouse/migrations"
+	"github.com/wheelhouse-dev/wheelhouse/scheduler"
 	"github.com/wheelhouse-dev/wheelhouse/server"
 	"github.com/wheelhouse-dev/wheelhouse/server/servingcert"
 	"github.com/wheelhouse-dev/wheelhouse/store"
@@ -42,6 +43,8 @@ type serverConfig struct {
 	TLSCertFile, TLSKeyFile string
 	// WatchCache is "on" (default) or "off": off sends every Kubernetes API read to PostgreSQL (for comparison).
 	WatchCache string
+	// SchedulerConfig is a KubeSchedulerConfiguration file for the scheduler ("" is kube-scheduler's defaults).
+	SchedulerConfig string
 	// AuditRetention is how long audit records are kept (a duration).
 	AuditRetention string
 	// TLS is "on" (default: HTTPS) or "off" (plain HTTP, for local development only).
@@ -70,6 +73,9 @@ func (c serverConfig) Validate() error {
 	}
 	if c.WatchCache != "on" && c.WatchCache != "off" {
 		return fmt.Errorf("--watch-cache/WHEELHOUSE_WATCH_CACHE %q: want on or off", c.WatchCache)
+	}
+	if _, err := scheduler.LoadConfig(c.SchedulerConfig); err != nil {
+		return fmt.Errorf("--scheduler-config/WHEELHOUSE_SCHEDULER_CONFIG: %w", err)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
@@ -116,6 +122,7 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.TLS, "tls", "WHEELHOUSE_TLS", "on", "serve HTTPS (on) or plain HTTP (off: local development only; Kubernetes clients send tokens only over TLS)"},
 		{&cfg.AuditRetention, "audit-retention", "WHEELHOUSE_AUDIT_RETENTION", "2160h", "how long audit records are kept (default 90 days)"},
 		{&cfg.WatchCache, "watch-cache", "WHEELHOUSE_WATCH_CACHE", "on", "serve Kubernetes API watches and lists from memory: on or off (every read from PostgreSQL)"},
+		{&cfg.SchedulerConfig, "scheduler-config", "WHEELHOUSE_SCHEDULER_CONFIG", "", "KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file for the scheduler; empty: kube-scheduler's defaults"},
 	}
 	for _, b := range bindings {
 		cmd.Flags().StringVar(b.p, b.flag, b.def, b.u+" (env "+b.env+")")
