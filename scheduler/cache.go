@@ -22,6 +22,8 @@ type clusterCache struct {
 	// order is the nodes that have a Node object, sorted by name, rebuilt when nodes come and go.
 	order []*framework.NodeInfo
 	dirty bool
+	// snap is the snapshot over order, rebuilt with it.
+	snap *framework.Snapshot
 	pods  map[types.UID]*cachedPod
 	// nominated are pending pods preemption made room for, by node.
 	nominated map[string][]*framework.PodInfo
@@ -184,10 +186,18 @@ func (c *clusterCache) setNominated(pi *framework.PodInfo, node string) {
 	}
 }
 
+// snapshot is the cluster's nodes for a cycle (only valid while c.mu is held).
+func (c *clusterCache) snapshot() *framework.Snapshot {
+	if c.dirty || c.snap == nil {
+		c.snap = framework.NewSnapshot(c.id, c.list(), c.namespaceLabels)
+	}
+	return c.snap
+}
+
 // list is the nodes with a Node object, by name.
 func (c *clusterCache) list() []*framework.NodeInfo {
 	if c.dirty {
-		c.order = c.order[:0]
+		c.order = nil // a fresh slice: the last snapshot keeps the old one
 		for _, n := range c.nodes {
 			if n.Node() != nil {
 				c.order = append(c.order, n)

@@ -434,8 +434,8 @@ func numFeasibleNodesToFind(all int, percentage int32) int {
 
 // schedulePod runs one scheduling cycle under the cluster cache's lock.
 func (s *Scheduler) schedulePod(ctx context.Context, fw *framework.Framework, c *clusterCache, pi *framework.PodInfo) result {
-	nodes := c.list()
-	snap := framework.NewSnapshot(c.id, nodes, c.namespaceLabels)
+	snap := c.snapshot()
+	nodes := snap.Nodes
 	state := framework.NewCycleState()
 	r := result{state: state, snap: snap, all: len(nodes)}
 	if len(nodes) == 0 {

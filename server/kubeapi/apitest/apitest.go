@@ -1,7 +1,7 @@
 // Package apitest starts a real Kubernetes API for the tests of its in-process clients (controllers, the
-// scheduler): a store on a throwaway PostgreSQL database (store/pgtest), the resource registry, the built-in
-// RBAC objects enforced by the real authorizer, and two clusters, c1 and c2. The test binary's TestMain must
-// call pgtest.Main.
+// scheduler) and for the perf harness: a store on PostgreSQL (a throwaway database from store/pgtest in
+// tests), the resource registry, the built-in RBAC objects enforced by the real authorizer, and two clusters,
+// c1 and c2. A test binary using New must call pgtest.Main from its TestMain.
 package apitest
 
 import (
@@ -54,16 +54,25 @@ func (z *authz) Authorize(ctx context.Context, at kubeapi.Attributes) (bool, str
 // New is a real API on a real store with the built-in RBAC objects in clusters c1 and c2.
 func New(t testing.TB) (*kubeapi.API, *resources.Registry) {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Config{URL: pgtest.NewDatabase(t), PollInterval: 50 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)})
+	api, reg, stop, err := Start(t.Context(), pgtest.NewDatabase(t), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(st.Close)
+	t.Cleanup(stop)
+	return api, reg
+}
+
+// Start is New outside tests (the perf harness): the API on the migrated database at dbURL, with the built-in
+// RBAC objects in clusters c1 and c2 and the real authorizer; stop closes the API and the store.
+func Start(ctx context.Context, dbURL string, log *slog.Logger) (api *kubeapi.API, reg *resources.Registry, stop func(), err error) {
+	st, err := store.Open(ctx, store.Config{URL: dbURL, PollInterval: 50 * time.Millisecond, Logger: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	z := &authz{}
-	reg := resources.Default()
-	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusters{}, Authenticator: noTokens{},
-		Authorizer: z, Logger: slog.New(slog.DiscardHandler), ClusterObjects: func() []runtime.Object {
+	reg = resources.Default()
+	api, err = kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusters{}, Authenticator: noTokens{},
+		Authorizer: z, Logger: log, ClusterObjects: func() []runtime.Object {
 			d := rbac.BootstrapDefaults()
 			var out []runtime.Object
 			for i := range d.ClusterRoles {
@@ -75,22 +84,24 @@ func New(t testing.TB) (*kubeapi.API, *resources.Registry) {
 			return out
 		}})
 	if err != nil {
-		t.Fatal(err)
+		st.Close()
+		return nil, nil, nil, err
 	}
-	t.Cleanup(api.Close)
+	stop = func() { api.Close(); st.Close() }
 	src, err := api.RBACSource()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if z.a, err = rbac.New(rbac.Config{Source: src, Pods: src}); err != nil {
-		t.Fatal(err)
+	if err == nil {
+		z.a, err = rbac.New(rbac.Config{Source: src, Pods: src})
 	}
 	for _, c := range Clusters {
-		if err := api.EnsureCluster(t.Context(), c); err != nil {
-			t.Fatal(err)
+		if err == nil {
+			err = api.EnsureCluster(ctx, c)
 		}
 	}
-	return api, reg
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return api, reg, stop, nil
 }
 
 // Admin is an in-process clientset for a cluster as a system:masters user.
