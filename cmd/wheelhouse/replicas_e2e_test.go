@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -150,4 +152,60 @@ func names(cms []*corev1.ConfigMap) []string {
 		out = append(out, cm.Name)
 	}
 	return out
+}
+
+// TestControllersFailOver: of two replicas only the lease holder runs the controllers and the scheduler; when
+// it stops, the other takes over and pods are created and placed again.
+func TestControllersFailOver(t *testing.T) {
+	bin := buildBinary(t)
+	dataDir := t.TempDir()
+	env := []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t), "WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}
+	a := startServer(t, bin, env, "--data-dir", dataDir)
+	a.waitReady(t)
+	a.waitLogged(t, "leading: starting controllers and scheduler")
+	b := startServer(t, bin, env, "--data-dir", t.TempDir())
+	b.waitReady(t)
+	ca, cb := clientFor(t, bin, a.url, dataDir), clientFor(t, bin, b.url, dataDir)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker", Labels: map[string]string{"kubernetes.io/hostname": "worker"}}}
+	node, err := ca.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+		corev1.ResourcePods: resource.MustParse("110")}
+	if _, err := ca.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deploy := func(c kubernetes.Interface, name string) {
+		t.Helper()
+		two := int32(2)
+		labels := map[string]string{"app": name}
+		_, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: appsv1.DeploymentSpec{Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool {
+			pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+			if err != nil || len(pods.Items) != 2 {
+				return false
+			}
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != "worker" {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	deploy(cb, "before") // written through B, run by A's controllers and scheduler
+	if b.log.field("leading: starting controllers and scheduler", "msg") != "" {
+		t.Fatal("both replicas lead")
+	}
+	a.stop(t, syscall.SIGTERM)
+	b.waitLogged(t, "leading: starting controllers and scheduler")
+	deploy(cb, "after")
 }
