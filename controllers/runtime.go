@@ -145,6 +145,12 @@ func Follow(ctx context.Context, get func(context.Context) (*watchcache.Collecti
 		}
 		w, err := col.Watch(ctx, watchcache.WatchOptions{Initial: true})
 		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("controller cannot watch a collection; retrying", "err", err)
+			}
+			if !pause(ctx, time.Second) {
+				return
+			}
 			continue
 		}
 		if h.Reset != nil {
