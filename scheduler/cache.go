@@ -24,7 +24,7 @@ type clusterCache struct {
 	dirty bool
 	// snap is the snapshot over order, rebuilt with it.
 	snap *framework.Snapshot
-	pods  map[types.UID]*cachedPod
+	pods map[types.UID]*cachedPod
 	// nominated are pending pods preemption made room for, by node.
 	nominated map[string][]*framework.PodInfo
 	nsLabels  map[string]labels.Set

@@ -35,9 +35,9 @@ var defaultPlugins = []configv1.Plugin{
 	{Name: plugins.NodeAffinityName, Weight: ptr(int32(2))},
 	{Name: plugins.NodePortsName},
 	{Name: plugins.NodeResourcesFitName, Weight: ptr(int32(1))},
-	{Name: "PodTopologySpread", Weight: ptr(int32(2))},
-	{Name: "InterPodAffinity", Weight: ptr(int32(2))},
-	{Name: "DefaultPreemption"},
+	{Name: plugins.PodTopologySpreadName, Weight: ptr(int32(2))},
+	{Name: plugins.InterPodAffinityName, Weight: ptr(int32(2))},
+	{Name: plugins.DefaultPreemptionName},
 	{Name: plugins.NodeResourcesBalancedAllocName, Weight: ptr(int32(1))},
 }
 
@@ -75,9 +75,9 @@ var argsTypes = map[string]func() runtime.Object{
 	plugins.NodeResourcesFitName:           func() runtime.Object { return &configv1.NodeResourcesFitArgs{} },
 	plugins.NodeResourcesBalancedAllocName: func() runtime.Object { return &configv1.NodeResourcesBalancedAllocationArgs{} },
 	plugins.NodeAffinityName:               func() runtime.Object { return &configv1.NodeAffinityArgs{} },
-	"InterPodAffinity":                     func() runtime.Object { return &configv1.InterPodAffinityArgs{} },
-	"PodTopologySpread":                    func() runtime.Object { return &configv1.PodTopologySpreadArgs{} },
-	"DefaultPreemption":                    func() runtime.Object { return &configv1.DefaultPreemptionArgs{} },
+	plugins.InterPodAffinityName:                     func() runtime.Object { return &configv1.InterPodAffinityArgs{} },
+	plugins.PodTopologySpreadName:                    func() runtime.Object { return &configv1.PodTopologySpreadArgs{} },
+	plugins.DefaultPreemptionName:                    func() runtime.Object { return &configv1.DefaultPreemptionArgs{} },
 }
 
 // Complete defaults and validates a configuration, decoding plugin arguments into their types and building

@@ -48,8 +48,8 @@ spec:
           requests: {cpu: 100m, memory: 64Mi}
 `
 
-// fakeKubelets marks every pod bound to a node Running and Ready, as the node agents will (issue 6), until
-// the test ends.
+// fakeKubelets marks every pod bound to a node Running and Ready, and removes terminating ones, as the node
+// agents will (issue 6), until the test ends.
 func fakeKubelets(t *testing.T, cs kubernetes.Interface) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -62,7 +62,12 @@ func fakeKubelets(t *testing.T, cs kubernetes.Interface) {
 			pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!="})
 			if err == nil {
 				for _, p := range pods.Items {
-					if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodRunning {
+					if p.DeletionTimestamp != nil { // containers stopped: the kubelet removes the pod
+						_ = cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64),
+							Preconditions: &metav1.Preconditions{UID: &p.UID}})
+						continue
+					}
+					if p.Status.Phase == corev1.PodRunning {
 						continue
 					}
 					p.Status.Phase = corev1.PodRunning

@@ -95,14 +95,19 @@ type skipped sets.Set[string]
 
 func (s skipped) Clone() StateData { return skipped(sets.Set[string](s).Clone()) }
 
+// skippedIn is the set of plugins whose PreFilter asked to be skipped in this cycle.
+func skippedIn(state *CycleState) sets.Set[string] {
+	if d, ok := state.Read(skipKey); ok {
+		return sets.Set[string](d.(skipped))
+	}
+	return nil
+}
+
 // RunFilterPlugins runs the Filter plugins on one node; the first rejection wins.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status {
-	var skip skipped
-	if d, ok := state.Read(skipKey); ok {
-		skip = d.(skipped)
-	}
+	skip := skippedIn(state)
 	for _, p := range f.Filter {
-		if skip != nil && sets.Set[string](skip).Has(p.Name()) {
+		if skip.Has(p.Name()) {
 			continue
 		}
 		if s := p.Filter(ctx, state, pod, node); !s.IsSuccess() {
@@ -114,8 +119,9 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 
 // RunPreFilterExtensionAddPod tells the PreFilter plugins that add runs on node (preemption's what-if).
 func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, pod *PodInfo, add *PodInfo, node *NodeInfo) *Status {
+	skip := skippedIn(state)
 	for _, p := range f.PreFilter {
-		if e, ok := p.(PreFilterExtensions); ok {
+		if e, ok := p.(PreFilterExtensions); ok && !skip.Has(p.Name()) {
 			if s := e.AddPod(ctx, state, pod, add, node); !s.IsSuccess() {
 				return s.WithPlugin(p.Name())
 			}
@@ -126,8 +132,9 @@ func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *Cycl
 
 // RunPreFilterExtensionRemovePod tells the PreFilter plugins that remove no longer runs on node.
 func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, pod *PodInfo, remove *PodInfo, node *NodeInfo) *Status {
+	skip := skippedIn(state)
 	for _, p := range f.PreFilter {
-		if e, ok := p.(PreFilterExtensions); ok {
+		if e, ok := p.(PreFilterExtensions); ok && !skip.Has(p.Name()) {
 			if s := e.RemovePod(ctx, state, pod, remove, node); !s.IsSuccess() {
 				return s.WithPlugin(p.Name())
 			}

@@ -43,7 +43,9 @@ func newNodeAffinity(args runtime.Object, _ framework.Handle) (framework.Plugin,
 
 func (*nodeAffinity) Name() string { return NodeAffinityName }
 
-type nodeAffinityState struct{ required nodeaffinity.RequiredNodeAffinity }
+type nodeAffinityState struct {
+	required nodeaffinity.RequiredNodeAffinity
+}
 
 func (s *nodeAffinityState) Clone() framework.StateData { return s }
 
@@ -74,7 +76,9 @@ func (p *nodeAffinity) Filter(_ context.Context, state *framework.CycleState, po
 	return nil
 }
 
-type nodeAffinityScoreState struct{ preferred *nodeaffinity.PreferredSchedulingTerms }
+type nodeAffinityScoreState struct {
+	preferred *nodeaffinity.PreferredSchedulingTerms
+}
 
 func (s *nodeAffinityScoreState) Clone() framework.StateData { return s }
 

@@ -70,7 +70,9 @@ type nodePortsState []framework.HostPort
 
 func (s nodePortsState) Clone() framework.StateData { return s }
 
-func newNodePorts(runtime.Object, framework.Handle) (framework.Plugin, error) { return nodePorts{}, nil }
+func newNodePorts(runtime.Object, framework.Handle) (framework.Plugin, error) {
+	return nodePorts{}, nil
+}
 
 func (nodePorts) Name() string { return NodePortsName }
 

@@ -21,5 +21,8 @@ func Registry() map[string]Factory {
 		TaintTolerationName:            newTaintToleration,
 		NodeResourcesFitName:           newNodeResourcesFit,
 		NodeResourcesBalancedAllocName: newBalancedAllocation,
+		InterPodAffinityName:           newInterPodAffinity,
+		PodTopologySpreadName:          newPodTopologySpread,
+		DefaultPreemptionName:          newDefaultPreemption,
 	}
 }

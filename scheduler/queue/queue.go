@@ -38,9 +38,9 @@ type QueuedPod struct {
 	cycle       int64
 	lastAttempt time.Time
 	priority    int32
-	backoff  time.Time
-	index    int
-	where    place
+	backoff     time.Time
+	index       int
+	where       place
 }
 
 type place int
