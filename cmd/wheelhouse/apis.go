@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/wheelhouse-dev/wheelhouse/controllers"
 	"github.com/wheelhouse-dev/wheelhouse/controllers/leader"
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
 	"github.com/wheelhouse-dev/wheelhouse/scheduler"
+	admissionpkg "github.com/wheelhouse-dev/wheelhouse/server/admission"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/platform"
@@ -50,16 +52,21 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	}
 	// The authorizer reads RBAC objects through the API's watch cache, so it is bound once the API exists.
 	authz := &rbacAuthorizer{}
+	adm := &admission{r: authz}
 	auditW := ten.NewAuditWriter(tenancy.AuditWriterConfig{})
 	saTokens := satoken.New(ten, nil)
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
-		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: admission{authz},
+		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: adm,
 		Rules: rulesResolver{authz}, ClusterObjects: clusterObjects, OpenAPI: spec, TypeConverter: tc,
 		Auditor: newKubeAuditor(ten, auditW), ServiceAccountTokens: saTokens, Logger: log.With("component", "kubeapi"),
 		DisableWatchCache: cfg.WatchCache == "off"})
 	if err != nil {
 		auditW.Close()
 		return nil, nil, err
+	}
+	// Admission steps that read the cluster's objects read them through the API's watch cache too.
+	if pcs, ok := reg.Lookup(schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}); ok {
+		adm.priority = &admissionpkg.Priority{Classes: admissionpkg.CachedPriorityClasses{API: api, Res: pcs}}
 	}
 	src, err := api.RBACSource()
 	if err == nil {

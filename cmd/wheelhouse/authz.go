@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
+	admissionpkg "github.com/wheelhouse-dev/wheelhouse/server/admission"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 )
@@ -70,11 +71,19 @@ func (r *rbacAuthorizer) Authorize(ctx context.Context, at kubeapi.Attributes) (
 	return d.Allowed, d.Reason, err
 }
 
-// admission checks writes before they are stored: NodeRestriction for nodes, then RBAC's escalation check for
-// RBAC objects.
-type admission struct{ r *rbacAuthorizer }
+// admission checks writes before they are stored: Priority for new pods (spec.priority from the
+// PriorityClass), NodeRestriction for nodes, then RBAC's escalation check for RBAC objects.
+type admission struct {
+	r        *rbacAuthorizer
+	priority *admissionpkg.Priority // set once the API exists
+}
 
-func (ad admission) Admit(ctx context.Context, req kubeapi.AdmissionRequest) error {
+func (ad *admission) Admit(ctx context.Context, req kubeapi.AdmissionRequest) error {
+	if ad.priority != nil {
+		if err := ad.priority.Admit(ctx, req); err != nil {
+			return err
+		}
+	}
 	if err := rbac.CheckNodeRestriction(req.User.Name, req.User.Groups, req.Operation, req.Object, req.OldObject); err != nil {
 		return err
 	}

@@ -190,3 +190,124 @@ spec:
 		return strings.TrimSpace(out) == ""
 	})
 }
+
+const schedulingManifest = `apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cache, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: cache}}
+  template:
+    metadata: {labels: {app: cache}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - labelSelector: {matchLabels: {app: cache}}
+            topologyKey: kubernetes.io/hostname
+      containers:
+      - name: redis
+        image: redis:7
+        resources: {requests: {cpu: 100m}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: filler, namespace: default}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: filler}}
+  template:
+    metadata: {labels: {app: filler}}
+    spec:
+      priorityClassName: low
+      containers:
+      - name: busy
+        image: busybox
+        resources: {requests: {cpu: 1500m}}
+`
+
+// TestScheduling: required anti-affinity keeps replicas apart (and explains the one that cannot fit), and a
+// high-priority pod preempts a low-priority one on a full cluster.
+func TestScheduling(t *testing.T) {
+	bin := buildBinary(t)
+	kbin := kubectlPath(t)
+	dataDir := t.TempDir()
+	p := startServer(t, bin, []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t),
+		"WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}, "--data-dir", dataDir)
+	p.waitReady(t)
+	k := newKubectl(t, bin, kbin, p.url, dataDir)
+	rc, err := clientcmd.BuildConfigFromFlags("", k.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, zone := range []string{"a", "b"} {
+		name := fmt.Sprint("node-", i)
+		k.must(zonedNode(name, zone), "apply", "-f", "-")
+		k.must("", "patch", "node", name, "--subresource=status", "--type=merge", "-p", nodeStatus)
+	}
+	fakeKubelets(t, cs)
+	k.must(schedulingManifest, "apply", "-f", "-")
+	contains(t, k.must("", "rollout", "status", "deployment/cache", "--timeout=60s"), "successfully rolled out")
+	contains(t, k.must("", "rollout", "status", "deployment/filler", "--timeout=60s"), "successfully rolled out")
+	nodesOf := func(selector string) []string {
+		out := k.must("", "get", "pods", "-l", selector, "--field-selector", "status.phase=Running",
+			"-o", "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}")
+		return strings.Fields(out)
+	}
+	if n := nodesOf("app=cache"); len(n) != 2 || n[0] == n[1] {
+		t.Fatalf("cache replicas on %v, want two different nodes", n)
+	}
+	// A third replica has no node left without a cache pod.
+	k.must("", "scale", "deployment/cache", "--replicas=3")
+	waitFor(t, func() bool {
+		out, _ := k.run("", "get", "events", "--field-selector", "reason=FailedScheduling", "-o", "jsonpath={.items[*].message}")
+		return strings.Contains(out, "2 node(s) didn't match pod anti-affinity rules")
+	})
+	k.must("", "scale", "deployment/cache", "--replicas=2")
+
+	// Each node now holds two 1.5-CPU fillers of 4 CPUs: a high-priority 2-CPU pod fits only by preemption.
+	k.must(`apiVersion: v1
+kind: Pod
+metadata: {name: urgent, namespace: default}
+spec:
+  priorityClassName: high
+  containers:
+  - name: c
+    image: busybox
+    resources: {requests: {cpu: "2"}}
+`, "apply", "-f", "-")
+	t.Cleanup(func() {
+		if t.Failed() {
+			k.run("", "describe", "pod", "urgent")
+			k.run("", "get", "pods", "-o", "wide")
+		}
+	})
+	waitFor(t, func() bool {
+		out, _ := k.run("", "get", "pod", "urgent", "-o", "jsonpath={.spec.nodeName}")
+		return strings.HasPrefix(out, "node-")
+	})
+	contains(t, k.must("", "get", "pod", "urgent", "-o", "jsonpath={.spec.priority}"), "1000")
+	contains(t, k.must("", "get", "events", "--field-selector", "reason=Preempted"), "Preempted")
+	// A class that does not exist is refused at creation.
+	out, err := k.run(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"typo"},"spec":{"priorityClassName":"hihg","containers":[{"name":"c","image":"x"}]}}`,
+		"apply", "-f", "-")
+	if err == nil || !strings.Contains(out, "no PriorityClass with name hihg was found") {
+		t.Fatalf("a pod with an unknown priority class: %v\n%s", err, out)
+	}
+	// The preempted filler's replacement waits: only three fit now.
+	waitFor(t, func() bool { return len(nodesOf("app=filler")) == 3 })
+}
