@@ -17,6 +17,7 @@ func Run(ctx context.Context, d Deps) {
 	wg.Go(func() { RunGarbageCollector(ctx, d) })
 	wg.Go(func() { RunReplicaSets(ctx, d) })
 	wg.Go(func() { RunDeployments(ctx, d) })
+	wg.Go(func() { RunNodeLifecycle(ctx, d) })
 	wg.Go(func() { RunEndpointSlices(ctx, d) })
 	wg.Go(func() { RunEndpoints(ctx, d) })
 	wg.Wait()

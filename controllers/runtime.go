@@ -41,6 +41,8 @@ type Deps struct {
 	Clock clock.WithDelayedExecution
 	// Events records Kubernetes Events; Run makes one when nil.
 	Events *Events
+	// NodeLifecycle configures the node lifecycle controller (zero: upstream's defaults).
+	NodeLifecycle NodeLifecycleConfig
 }
 
 // recorder is the event recorder of one component in one cluster (events are dropped if Deps has no Events,

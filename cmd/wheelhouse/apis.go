@@ -52,7 +52,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	}
 	// The authorizer reads RBAC objects through the API's watch cache, so it is bound once the API exists.
 	authz := &rbacAuthorizer{}
-	adm := &admission{r: authz}
+	adm := &admission{r: authz, tolerations: admissionpkg.DefaultTolerationSeconds{Seconds: cfg.tolerationSeconds()}}
 	auditW := ten.NewAuditWriter(tenancy.AuditWriterConfig{})
 	saTokens := satoken.New(ten, nil)
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
@@ -109,7 +109,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	}
 	// The controllers and the scheduler run on the replica holding the controller lease, as in-process API
 	// clients with their own identities.
-	deps := controllers.Deps{API: api, Registry: reg, Logger: log.With("component", "controllers")}
+	deps := controllers.Deps{API: api, Registry: reg, Logger: log.With("component", "controllers"), NodeLifecycle: cfg.nodeLifecycle()}
 	schedCfg, err := scheduler.LoadConfig(cfg.SchedulerConfig)
 	if err != nil {
 		closeAll()

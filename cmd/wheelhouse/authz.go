@@ -72,10 +72,12 @@ func (r *rbacAuthorizer) Authorize(ctx context.Context, at kubeapi.Attributes) (
 }
 
 // admission checks writes before they are stored: Priority for new pods (spec.priority from the
-// PriorityClass), NodeRestriction for nodes, then RBAC's escalation check for RBAC objects.
+// PriorityClass), DefaultTolerationSeconds for new pods, NodeRestriction for nodes, then RBAC's escalation check
+// for RBAC objects.
 type admission struct {
-	r        *rbacAuthorizer
-	priority *admissionpkg.Priority // set once the API exists
+	r           *rbacAuthorizer
+	priority    *admissionpkg.Priority // set once the API exists
+	tolerations admissionpkg.DefaultTolerationSeconds
 }
 
 func (ad *admission) Admit(ctx context.Context, req kubeapi.AdmissionRequest) error {
@@ -83,6 +85,9 @@ func (ad *admission) Admit(ctx context.Context, req kubeapi.AdmissionRequest) er
 		if err := ad.priority.Admit(ctx, req); err != nil {
 			return err
 		}
+	}
+	if err := ad.tolerations.Admit(ctx, req); err != nil {
+		return err
 	}
 	if err := rbac.CheckNodeRestriction(req.User.Name, req.User.Groups, req.Operation, req.Object, req.OldObject); err != nil {
 		return err

@@ -32,14 +32,15 @@ func parseServer(t *testing.T, env map[string]string, args ...string) serverConf
 
 func TestServerFlagsAndEnv(t *testing.T) {
 	defaults := serverConfig{Listen: "127.0.0.1:8080", DataDir: "./.wheelhouse", LogLevel: "info", LogFormat: "text",
-		Retention: "5m", WatchCache: "on", AuditRetention: "2160h", TLS: "on"}
+		Retention: "5m", WatchCache: "on", AuditRetention: "2160h", TLS: "on", NodeMonitorGracePeriod: "40s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300"}
 	env := map[string]string{
 		"WHEELHOUSE_LISTEN": "0.0.0.0:9000", "WHEELHOUSE_DATABASE_URL": "postgres://env/db",
 		"WHEELHOUSE_DATA_DIR": "/env/data", "WHEELHOUSE_LOG_LEVEL": "debug", "WHEELHOUSE_LOG_FORMAT": "json",
-		"WHEELHOUSE_HISTORY_RETENTION": "10m", "WHEELHOUSE_WATCH_CACHE": "off",
+		"WHEELHOUSE_HISTORY_RETENTION": "10m", "WHEELHOUSE_WATCH_CACHE": "off", "WHEELHOUSE_NODE_MONITOR_GRACE_PERIOD": "5s",
 	}
 	fromEnv := serverConfig{Listen: "0.0.0.0:9000", DatabaseURL: "postgres://env/db", DataDir: "/env/data",
-		LogLevel: "debug", LogFormat: "json", Retention: "10m", WatchCache: "off", AuditRetention: "2160h", TLS: "on"}
+		LogLevel: "debug", LogFormat: "json", Retention: "10m", WatchCache: "off", AuditRetention: "2160h", TLS: "on",
+		NodeMonitorGracePeriod: "5s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300"}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -50,9 +51,10 @@ func TestServerFlagsAndEnv(t *testing.T) {
 		{"env over default", env, nil, fromEnv},
 		{"flag over env", env, []string{"--listen", "127.0.0.1:1", "--database-url", "postgres://flag/db",
 			"--data-dir", "/flag", "--log-level", "warn", "--log-format", "text", "--history-retention", "1h",
-			"--watch-cache", "on"},
+			"--watch-cache", "on", "--node-monitor-grace-period", "1m", "--node-eviction-rate", "2", "--default-toleration-seconds", "-1"},
 			serverConfig{Listen: "127.0.0.1:1", DatabaseURL: "postgres://flag/db", DataDir: "/flag", LogLevel: "warn",
-				LogFormat: "text", Retention: "1h", WatchCache: "on", AuditRetention: "2160h", TLS: "on"}},
+				LogFormat: "text", Retention: "1h", WatchCache: "on", AuditRetention: "2160h", TLS: "on",
+				NodeMonitorGracePeriod: "1m", NodeEvictionRate: "2", DefaultTolerationSeconds: "-1"}},
 		{"flag equal to default still wins", env, []string{"--listen", "127.0.0.1:8080"},
 			func() serverConfig { c := fromEnv; c.Listen = "127.0.0.1:8080"; return c }()},
 		{"empty env is unset", map[string]string{"WHEELHOUSE_LISTEN": ""}, nil, defaults},
@@ -84,7 +86,7 @@ func TestServerConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := serverConfig{Listen: "127.0.0.1:8080", DataDir: "d", LogLevel: "info", LogFormat: "text", Retention: "5m",
-		WatchCache: "on", AuditRetention: "24h", TLS: "on"}
+		WatchCache: "on", AuditRetention: "24h", TLS: "on", NodeMonitorGracePeriod: "40s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300"}
 	for _, tc := range []struct {
 		name    string
 		change  func(*serverConfig)
@@ -102,6 +104,11 @@ func TestServerConfigValidate(t *testing.T) {
 		{"bad tls", func(c *serverConfig) { c.TLS = "maybe" }, "--tls"},
 		{"tls off with a certificate", func(c *serverConfig) { c.TLS, c.TLSCertFile = "off", "x.crt" }, "--tls off"},
 		{"audit retention too short", func(c *serverConfig) { c.AuditRetention = "5m" }, "--audit-retention"},
+		{"bad grace period", func(c *serverConfig) { c.NodeMonitorGracePeriod = "forty" }, "--node-monitor-grace-period"},
+		{"grace period too short", func(c *serverConfig) { c.NodeMonitorGracePeriod = "10ms" }, "--node-monitor-grace-period"},
+		{"zero eviction rate", func(c *serverConfig) { c.NodeEvictionRate = "0" }, "--node-eviction-rate"},
+		{"NaN eviction rate", func(c *serverConfig) { c.NodeEvictionRate = "NaN" }, "--node-eviction-rate"},
+		{"bad toleration seconds", func(c *serverConfig) { c.DefaultTolerationSeconds = "5m" }, "--default-toleration-seconds"},
 		{"missing scheduler config", func(c *serverConfig) { c.SchedulerConfig = "/nonexistent/sched.yaml" }, "--scheduler-config"},
 		{"invalid scheduler config", func(c *serverConfig) { c.SchedulerConfig = badSchedulerConfig }, "profiles[0].plugins.score.enabled[0].weight: Invalid value: 500"},
 	} {

@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for migrations
 	"github.com/spf13/cobra"
 
+	"github.com/wheelhouse-dev/wheelhouse/controllers"
 	"github.com/wheelhouse-dev/wheelhouse/migrations"
 	"github.com/wheelhouse-dev/wheelhouse/scheduler"
 	"github.com/wheelhouse-dev/wheelhouse/server"
@@ -49,6 +52,24 @@ type serverConfig struct {
 	AuditRetention string
 	// TLS is "on" (default: HTTPS) or "off" (plain HTTP, for local development only).
 	TLS string
+	// NodeMonitorGracePeriod (a duration), NodeEvictionRate (nodes a second) and DefaultTolerationSeconds
+	// (seconds; negative: no default tolerations) are kube-controller-manager's and kube-apiserver's flags of
+	// those names: how long a node may go unheard before it is NotReady (Unknown), how fast lost nodes get the
+	// NoExecute taints that evict their pods, and how long a pod tolerates them unless it says otherwise.
+	NodeMonitorGracePeriod, NodeEvictionRate, DefaultTolerationSeconds string
+}
+
+// nodeLifecycle is the node lifecycle controller's configuration; call it only on a valid config.
+func (c serverConfig) nodeLifecycle() controllers.NodeLifecycleConfig {
+	grace, _ := time.ParseDuration(c.NodeMonitorGracePeriod)
+	rate, _ := strconv.ParseFloat(c.NodeEvictionRate, 64)
+	return controllers.NodeLifecycleConfig{MonitorGracePeriod: grace, EvictionRate: rate}
+}
+
+// tolerationSeconds is the DefaultTolerationSeconds admission step's value; call it only on a valid config.
+func (c serverConfig) tolerationSeconds() int64 {
+	v, _ := strconv.ParseInt(c.DefaultTolerationSeconds, 10, 64)
+	return v
 }
 
 // Validate reports a configuration that cannot work.
@@ -73,6 +94,15 @@ func (c serverConfig) Validate() error {
 	}
 	if c.WatchCache != "on" && c.WatchCache != "off" {
 		return fmt.Errorf("--watch-cache/WHEELHOUSE_WATCH_CACHE %q: want on or off", c.WatchCache)
+	}
+	if d, err := time.ParseDuration(c.NodeMonitorGracePeriod); err != nil || d < time.Second {
+		return fmt.Errorf("--node-monitor-grace-period/WHEELHOUSE_NODE_MONITOR_GRACE_PERIOD %q: want a duration of at least 1s", c.NodeMonitorGracePeriod)
+	}
+	if r, err := strconv.ParseFloat(c.NodeEvictionRate, 64); err != nil || !(r > 0) || math.IsInf(r, 0) {
+		return fmt.Errorf("--node-eviction-rate/WHEELHOUSE_NODE_EVICTION_RATE %q: want a positive number of nodes a second", c.NodeEvictionRate)
+	}
+	if _, err := strconv.ParseInt(c.DefaultTolerationSeconds, 10, 64); err != nil {
+		return fmt.Errorf("--default-toleration-seconds/WHEELHOUSE_DEFAULT_TOLERATION_SECONDS %q: want a whole number of seconds", c.DefaultTolerationSeconds)
 	}
 	if _, err := scheduler.LoadConfig(c.SchedulerConfig); err != nil {
 		return fmt.Errorf("--scheduler-config/WHEELHOUSE_SCHEDULER_CONFIG: %w", err)
@@ -123,6 +153,9 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.AuditRetention, "audit-retention", "WHEELHOUSE_AUDIT_RETENTION", "2160h", "how long audit records are kept (default 90 days)"},
 		{&cfg.WatchCache, "watch-cache", "WHEELHOUSE_WATCH_CACHE", "on", "serve Kubernetes API watches and lists from memory: on or off (every read from PostgreSQL)"},
 		{&cfg.SchedulerConfig, "scheduler-config", "WHEELHOUSE_SCHEDULER_CONFIG", "", "KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file for the scheduler; empty: kube-scheduler's defaults"},
+		{&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", "WHEELHOUSE_NODE_MONITOR_GRACE_PERIOD", "40s", "how long a node's lease may go unrenewed before the node is marked NotReady (Ready=Unknown) and tainted unreachable"},
+		{&cfg.NodeEvictionRate, "node-eviction-rate", "WHEELHOUSE_NODE_EVICTION_RATE", "0.1", "nodes per second, per cluster, given the NoExecute taints that evict their pods"},
+		{&cfg.DefaultTolerationSeconds, "default-toleration-seconds", "WHEELHOUSE_DEFAULT_TOLERATION_SECONDS", "300", "seconds a new pod tolerates the not-ready and unreachable taints unless it says otherwise (negative: add no such tolerations)"},
 	}
 	for _, b := range bindings {
 		cmd.Flags().StringVar(b.p, b.flag, b.def, b.u+" (env "+b.env+")")

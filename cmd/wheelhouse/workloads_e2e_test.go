@@ -51,6 +51,11 @@ spec:
 // fakeKubelets marks every pod bound to a node Running and Ready, and removes terminating ones, as the node
 // agents will (issue 6), until the test ends.
 func fakeKubelets(t *testing.T, cs kubernetes.Interface) {
+	fakeKubeletsOn(t, cs, func(string) bool { return true })
+}
+
+// fakeKubeletsOn is fakeKubelets for the nodes alive says are up (a dead node's kubelet does nothing).
+func fakeKubeletsOn(t *testing.T, cs kubernetes.Interface, alive func(node string) bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -62,6 +67,9 @@ func fakeKubelets(t *testing.T, cs kubernetes.Interface) {
 			pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!="})
 			if err == nil {
 				for _, p := range pods.Items {
+					if !alive(p.Spec.NodeName) {
+						continue
+					}
 					if p.DeletionTimestamp != nil { // containers stopped: the kubelet removes the pod
 						_ = cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64),
 							Preconditions: &metav1.Preconditions{UID: &p.UID}})
