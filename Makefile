@@ -44,9 +44,9 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: ## Go benchmarks of the store, the Kubernetes API and RBAC (real PostgreSQL)
+bench: ## Go benchmarks of the store, the Kubernetes API, RBAC (real PostgreSQL) and the scheduler
 	@scripts/ensure-postgres.sh
-	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/... ./server/kubeapi/ ./rbac/
+	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/... ./server/kubeapi/ ./rbac/ ./scheduler/...
 
 perf: ## Side-by-side perf harness (store vs etcd vs kine); writes docs/perf.md
 	@scripts/ensure-postgres.sh
