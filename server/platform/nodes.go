@@ -26,6 +26,17 @@ type joinedView struct {
 	Server string `json:"server"`
 }
 
+// caCerts serves the CA of the server's certificate (PEM), unauthenticated: an agent fetches it before it
+// trusts the server and accepts it only if its hash matches the pin in its join token. 404 when the server
+// serves a certificate of its own (--tls-cert-file) whose CA it does not hold. Public and not audited, like
+// the OpenAPI document.
+func (a *API) serveCACerts(c echo.Context) error {
+	if len(a.cfg.CA) == 0 {
+		return writeProblem(c, problem(http.StatusNotFound, "not-found", "Not found", "this server was given its certificate; it holds no CA to serve"))
+	}
+	return c.Blob(http.StatusOK, "application/x-pem-file", a.cfg.CA)
+}
+
 // join exchanges a join token for a node credential bound to one node name (the agent calls it once and keeps
 // the credential). The join token is the authentication; a name that already joined is 409.
 func (a *API) join(c echo.Context, who *caller) *Problem {

@@ -56,6 +56,7 @@ var operations = map[string]op{
 	"GET /tokens":                                      {summary: "The caller's API tokens (never their secrets)", response: itemsOf[tokenView]{}, status: 200},
 	"POST /tokens":                                     {summary: "Create an API token for the caller; shown once", body: createTokenBody{}, response: tokenCreated{}, status: 201},
 	"DELETE /tokens/:id":                               {summary: "Revoke one of the caller's API tokens", status: 204},
+	"GET /cacerts":                                     {summary: "The CA of the server's certificate (PEM), whose SHA-256 (DER) join tokens pin; no authentication", contentType: "application/x-pem-file", status: 200},
 	"POST /join":                                       {summary: "Exchange a join token for a node credential bound to one node name (the agent does this once)", body: joinBody{}, response: joinedView{}, status: 201},
 	"GET /clusters/:cluster/node-credentials":          {summary: "The cluster's node credentials (never their secrets)", role: "admin", response: itemsOf[nodeCredentialView]{}, status: 200},
 	"DELETE /clusters/:cluster/node-credentials/:node": {summary: "Revoke a node's credential: its agent is refused from the next request and the name may join again", role: "admin", status: 204},
@@ -130,7 +131,7 @@ func buildOpenAPI() map[string]any {
 		problemRef := map[string]any{"description": "A problem (RFC 9457)",
 			"content": map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Problem"}}}}
 		operation["responses"] = map[string]any{strconv.Itoa(o.status): ok, "default": problemRef}
-		if path != "/invitations/accept" && path != "/login" && path != "/join" {
+		if path != "/invitations/accept" && path != "/login" && path != "/join" && path != "/cacerts" {
 			operation["security"] = []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}}
 		}
 		paths[oaPath][strings.ToLower(method)] = operation

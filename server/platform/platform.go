@@ -80,6 +80,7 @@ func (a *API) Register(e *echo.Echo) {
 	g.POST("/invitations/accept", a.public(a.acceptInvitation))
 	g.POST("/login", a.public(a.login))
 	g.POST("/join", a.public(a.join))
+	g.GET("/cacerts", a.serveCACerts)
 	for _, r := range a.routes() {
 		g.Add(r.method, r.path, a.authenticated(r.h))
 	}

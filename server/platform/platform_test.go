@@ -333,6 +333,10 @@ func TestClustersKubeconfigJoinTokens(t *testing.T) {
 	if !strings.HasPrefix(jt.Token, "K10"+caHash(testCA)+"::"+jt.JoinToken.ID+".") || jt.JoinToken.MaxUses != 2 {
 		t.Fatalf("join token %q %+v", jt.Token, jt.JoinToken)
 	}
+	// The CA an agent fetches before it trusts the server: the one the token pins, without authentication.
+	if ca := e.ok("", "GET", "/cacerts", "", 200); !bytes.Equal(ca.body, testCA) || ca.ct != "application/x-pem-file" {
+		t.Fatalf("cacerts: %s %q", ca.ct, ca.body)
+	}
 	var jts itemsOf[joinTokenView]
 	e.ok(e.admin, "GET", "/clusters/staging/join-tokens", "", 200).json(t, &jts)
 	if len(jts.Items) != 1 || strings.Contains(string(r.body), jt.Token) {
@@ -454,7 +458,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	}
 	a := &API{}
 	all := append(a.routes(), route{method: "POST", path: "/invitations/accept"}, route{method: "POST", path: "/login"},
-		route{method: "POST", path: "/join"})
+		route{method: "POST", path: "/join"}, route{method: "GET", path: "/cacerts"})
 	for _, r := range all {
 		key := r.method + " " + r.path
 		if _, ok := operations[key]; !ok {
