@@ -75,9 +75,9 @@ var argsTypes = map[string]func() runtime.Object{
 	plugins.NodeResourcesFitName:           func() runtime.Object { return &configv1.NodeResourcesFitArgs{} },
 	plugins.NodeResourcesBalancedAllocName: func() runtime.Object { return &configv1.NodeResourcesBalancedAllocationArgs{} },
 	plugins.NodeAffinityName:               func() runtime.Object { return &configv1.NodeAffinityArgs{} },
-	plugins.InterPodAffinityName:                     func() runtime.Object { return &configv1.InterPodAffinityArgs{} },
-	plugins.PodTopologySpreadName:                    func() runtime.Object { return &configv1.PodTopologySpreadArgs{} },
-	plugins.DefaultPreemptionName:                    func() runtime.Object { return &configv1.DefaultPreemptionArgs{} },
+	plugins.InterPodAffinityName:           func() runtime.Object { return &configv1.InterPodAffinityArgs{} },
+	plugins.PodTopologySpreadName:          func() runtime.Object { return &configv1.PodTopologySpreadArgs{} },
+	plugins.DefaultPreemptionName:          func() runtime.Object { return &configv1.DefaultPreemptionArgs{} },
 }
 
 // Complete defaults and validates a configuration, decoding plugin arguments into their types and building

@@ -72,7 +72,7 @@ func TestNodeRegistersAndReports(t *testing.T) {
 	var healthy error
 	var healthMu sync.Mutex
 	cfg := NodeConfig{Name: "n1", Labels: map[string]string{"pool": "blue"},
-		Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
+		Taints:         []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
 		KubeletVersion: "v1.37.0-wheelhouse", RuntimeVersion: "process://0.1", Host: host.read, Clock: clk,
 		Healthy: func() error { healthMu.Lock(); defer healthMu.Unlock(); return healthy }}
 	n, err := NewNode(cs, cfg)

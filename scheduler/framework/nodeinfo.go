@@ -166,28 +166,33 @@ func (h HostPorts) Conflicts(p HostPort) bool {
 
 const anyIP = "0.0.0.0"
 
-// PodHostPorts lists the host ports a pod asks for (containers and init containers).
+// PodHostPorts lists the host ports a pod holds while it runs: its containers' and its restartable (sidecar)
+// init containers' (a regular init container has exited before the containers start), as upstream.
 func PodHostPorts(pod *corev1.Pod) []HostPort {
 	var out []HostPort
-	add := func(cs []corev1.Container) {
-		for i := range cs {
-			for _, p := range cs[i].Ports {
-				if p.HostPort <= 0 {
-					continue
-				}
-				hp := HostPort{IP: p.HostIP, Protocol: p.Protocol, Port: p.HostPort}
-				if hp.IP == "" {
-					hp.IP = anyIP
-				}
-				if hp.Protocol == "" {
-					hp.Protocol = corev1.ProtocolTCP
-				}
-				out = append(out, hp)
+	add := func(c *corev1.Container) {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
 			}
+			hp := HostPort{IP: p.HostIP, Protocol: p.Protocol, Port: p.HostPort}
+			if hp.IP == "" {
+				hp.IP = anyIP
+			}
+			if hp.Protocol == "" {
+				hp.Protocol = corev1.ProtocolTCP
+			}
+			out = append(out, hp)
 		}
 	}
-	add(pod.Spec.InitContainers)
-	add(pod.Spec.Containers)
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		add(&pod.Spec.Containers[i])
+	}
 	return out
 }
 

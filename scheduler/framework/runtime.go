@@ -73,20 +73,26 @@ func (f *Framework) MayHelp(rejectors sets.Set[string], ev ClusterEvent) bool {
 	return false
 }
 
-// RunPreFilterPlugins runs the PreFilter plugins; it returns the plugins that asked to be skipped.
+// RunPreFilterPlugins runs the PreFilter plugins; it returns the plugins that asked to be skipped. As upstream,
+// an UnschedulableAndUnresolvable or Error status stops at once, while an Unschedulable one lets the remaining
+// PreFilters run (preemption's PostFilter needs their state) and is returned at the end (the last one, with its
+// plugin).
 func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, pod *PodInfo, snap *Snapshot) (skip sets.Set[string], st *Status) {
 	skip = sets.New[string]()
 	for _, p := range f.PreFilter {
 		s := p.PreFilter(ctx, state, pod, snap)
 		switch {
+		case s.IsSuccess():
 		case s.IsSkip():
 			skip.Insert(p.Name())
-		case !s.IsSuccess():
+		case s.Code() == Unschedulable:
+			st = s.WithPlugin(p.Name())
+		default:
 			return skip, s.WithPlugin(p.Name())
 		}
 	}
 	state.Write(skipKey, skipped(skip))
-	return skip, nil
+	return skip, st
 }
 
 const skipKey = "framework/skip-filter"

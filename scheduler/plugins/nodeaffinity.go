@@ -66,11 +66,14 @@ func (p *nodeAffinity) Filter(_ context.Context, state *framework.CycleState, po
 	if p.added != nil && !p.added.Match(n) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, "node(s) didn't match scheduler-enforced node affinity")
 	}
-	d, ok := state.Read(NodeAffinityName)
-	if !ok {
-		return nil
+	// Without PreFilter's state (PreFilter disabled in the profile) the pod's terms are read here, as upstream.
+	var required nodeaffinity.RequiredNodeAffinity
+	if d, ok := state.Read(NodeAffinityName); ok {
+		required = d.(*nodeAffinityState).required
+	} else {
+		required = nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
 	}
-	if match, _ := d.(*nodeAffinityState).required.Match(n); !match {
+	if match, _ := required.Match(n); !match {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, errNodeAffinity)
 	}
 	return nil
@@ -83,29 +86,43 @@ type nodeAffinityScoreState struct {
 func (s *nodeAffinityScoreState) Clone() framework.StateData { return s }
 
 func (p *nodeAffinity) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ *framework.Snapshot, _ []*framework.NodeInfo) *framework.Status {
-	a := pod.Pod.Spec.Affinity
-	if p.addedPreferred == nil && (a == nil || a.NodeAffinity == nil || len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0) {
+	preferred, err := podPreferredTerms(pod.Pod)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	if p.addedPreferred == nil && preferred == nil {
 		return framework.NewStatus(framework.Skip)
 	}
-	s := &nodeAffinityScoreState{}
-	if a != nil && a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
-		terms, err := nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
-		if err != nil {
-			return framework.AsStatus(err)
-		}
-		s.preferred = terms
-	}
-	state.Write(NodeAffinityName+"/score", s)
+	state.Write(NodeAffinityName+"/score", &nodeAffinityScoreState{preferred: preferred})
 	return nil
 }
 
-func (p *nodeAffinity) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, node *framework.NodeInfo) (int64, *framework.Status) {
+// podPreferredTerms parses the pod's preferred node affinity terms (nil when it has none).
+func podPreferredTerms(pod *corev1.Pod) (*nodeaffinity.PreferredSchedulingTerms, error) {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return nil, nil
+	}
+	return nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+}
+
+func (p *nodeAffinity) Score(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) (int64, *framework.Status) {
 	var score int64
 	if p.addedPreferred != nil {
 		score += p.addedPreferred.Score(node.Node())
 	}
-	if d, ok := state.Read(NodeAffinityName + "/score"); ok && d.(*nodeAffinityScoreState).preferred != nil {
-		score += d.(*nodeAffinityScoreState).preferred.Score(node.Node())
+	// Without PreScore's state (PreScore disabled in the profile) the pod's terms are read here, as upstream.
+	var preferred *nodeaffinity.PreferredSchedulingTerms
+	if d, ok := state.Read(NodeAffinityName + "/score"); ok {
+		preferred = d.(*nodeAffinityScoreState).preferred
+	} else {
+		var err error
+		if preferred, err = podPreferredTerms(pod.Pod); err != nil {
+			return 0, framework.AsStatus(err)
+		}
+	}
+	if preferred != nil {
+		score += preferred.Score(node.Node())
 	}
 	return score, nil
 }

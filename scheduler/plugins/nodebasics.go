@@ -85,12 +85,15 @@ func (nodePorts) PreFilter(_ context.Context, state *framework.CycleState, pod *
 	return nil
 }
 
-func (nodePorts) Filter(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
-	d, ok := state.Read(NodePortsName)
-	if !ok {
-		return nil
+func (nodePorts) Filter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
+	// Without PreFilter's state (PreFilter disabled in the profile) the ports are read here.
+	var ports []framework.HostPort
+	if d, ok := state.Read(NodePortsName); ok {
+		ports = d.(nodePortsState)
+	} else {
+		ports = framework.PodHostPorts(pod.Pod)
 	}
-	for _, p := range d.(nodePortsState) {
+	for _, p := range ports {
 		if node.UsedPorts.Conflicts(p) {
 			return framework.NewStatus(framework.Unschedulable, "node(s) didn't have free ports for the requested pod ports")
 		}
