@@ -1,0 +1,176 @@
+package kubelet
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The labels a sandbox and its containers carry in the runtime, as kubelet's: the kubelet finds them again by
+// these after a restart.
+const (
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelContainerName = "io.kubernetes.container.name"
+	// annotationTermination is the container's terminationMessagePath (for a runtime that reads it).
+	annotationTermination = "io.kubernetes.container.terminationMessagePath"
+)
+
+// Restart back-off as kubelet's: a container that exits is restarted at once the first time, then after 10 s,
+// doubling to 5 minutes; the delay resets once a container has run for 10 minutes.
+const (
+	backoffInitial = 10 * time.Second
+	backoffMax     = 5 * time.Minute
+	backoffReset   = 10 * time.Minute
+)
+
+// crashBackoff is one container's restart back-off (owned by its pod worker).
+type crashBackoff struct {
+	seen  string        // the exited container instance last accounted for
+	delay time.Duration // the delay the next exit will get
+	until time.Time     // no restart before
+}
+
+// observe accounts for an exited instance once and reports when it may be restarted.
+func (b *crashBackoff) observe(id string, started, finished time.Time) time.Time {
+	if b.seen != id {
+		b.seen = id
+		if finished.Sub(started) >= backoffReset {
+			b.delay = 0
+		}
+		b.until = finished.Add(b.delay)
+		if b.delay == 0 {
+			b.delay = backoffInitial
+		} else {
+			b.delay = min(2*b.delay, backoffMax)
+		}
+	}
+	return b.until
+}
+
+// instances are the runtime's containers of one pod container name, newest (highest attempt) first.
+type instances []*runtimeapi.ContainerStatus
+
+func (in instances) latest() *runtimeapi.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	return in[0]
+}
+
+func (in instances) previous() *runtimeapi.ContainerStatus {
+	if len(in) < 2 {
+		return nil
+	}
+	return in[1]
+}
+
+// podContainers reads the statuses of a sandbox's containers, grouped by container name, newest first.
+func podContainers(ctx context.Context, rt interface {
+	ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(context.Context, string, bool) (*runtimeapi.ContainerStatusResponse, error)
+}, sandboxID string) (map[string]instances, error) {
+	list, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: sandboxID})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]instances{}
+	for _, c := range list {
+		st, err := rt.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		name := c.Labels[labelContainerName]
+		out[name] = append(out[name], st.Status)
+	}
+	for _, in := range out {
+		slices.SortFunc(in, func(a, b *runtimeapi.ContainerStatus) int {
+			return cmp.Or(cmp.Compare(b.Metadata.GetAttempt(), a.Metadata.GetAttempt()), cmp.Compare(b.CreatedAt, a.CreatedAt))
+		})
+	}
+	return out, nil
+}
+
+// sandboxConfig is the CRI sandbox of a pod.
+func sandboxConfig(pod *corev1.Pod, attempt uint32, logDir string) *runtimeapi.PodSandboxConfig {
+	labels := map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)}
+	for k, v := range pod.Labels {
+		if _, reserved := labels[k]; !reserved {
+			labels[k] = v
+		}
+	}
+	netMode := runtimeapi.NamespaceMode_POD
+	if pod.Spec.HostNetwork {
+		netMode = runtimeapi.NamespaceMode_NODE
+	}
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		hostname = pod.Spec.Hostname
+	}
+	var ports []*runtimeapi.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			ports = append(ports, &runtimeapi.PortMapping{ContainerPort: p.ContainerPort, HostPort: p.HostPort,
+				HostIp: p.HostIP, Protocol: runtimeapi.Protocol(runtimeapi.Protocol_value[string(p.Protocol)])})
+		}
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		Hostname: hostname, LogDirectory: filepath.Join(logDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
+		Labels: labels, Annotations: pod.Annotations, PortMappings: ports,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "pod" + string(pod.UID),
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode}}},
+	}
+}
+
+// containerConfig is the CRI container of a pod container.
+func containerConfig(pod *corev1.Pod, c *corev1.Container, attempt uint32, env []*runtimeapi.KeyValue, mounts []*runtimeapi.Mount) *runtimeapi.ContainerConfig {
+	res := &runtimeapi.LinuxContainerResources{CpuPeriod: 100_000, CpuShares: cpuShares(c)}
+	if cpu, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		res.CpuQuota = cpu.MilliValue() * 100_000 / 1000
+	}
+	if mem, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		res.MemoryLimitInBytes = mem.Value()
+	}
+	sec := &runtimeapi.LinuxContainerSecurityContext{}
+	if sc := c.SecurityContext; sc != nil && sc.RunAsUser != nil {
+		sec.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
+	} else if psc := pod.Spec.SecurityContext; psc != nil && psc.RunAsUser != nil {
+		sec.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
+		Image:    &runtimeapi.ImageSpec{Image: c.Image},
+		Command:  expandAll(c.Command, env), Args: expandAll(c.Args, env), WorkingDir: c.WorkingDir, Envs: env, Mounts: mounts,
+		Labels: map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID),
+			labelContainerName: c.Name},
+		Annotations: map[string]string{annotationTermination: c.TerminationMessagePath},
+		LogPath:     filepath.Join(c.Name, strconv.FormatUint(uint64(attempt), 10)+".log"),
+		Stdin:       c.Stdin, StdinOnce: c.StdinOnce, Tty: c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: sec},
+	}
+}
+
+// cpuShares converts the CPU request to cgroup v1 shares as kubelet does (2 minimum, 1024 per CPU).
+func cpuShares(c *corev1.Container) int64 {
+	req, ok := c.Resources.Requests[corev1.ResourceCPU]
+	if !ok {
+		if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+			req = lim
+		} else {
+			return 2
+		}
+	}
+	return max(req.MilliValue()*1024/1000, 2)
+}
+
+// containerID is the ID as a pod status shows it.
+func containerID(runtimeName, id string) string { return fmt.Sprintf("%s://%s", runtimeName, id) }

@@ -1,0 +1,195 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
+)
+
+// PodsConfig configures the pod manager. Zero fields take the defaults noted.
+type PodsConfig struct {
+	NodeName string
+	Runtime  runtime.Runtime
+	// RuntimeName prefixes container IDs in pod statuses ("process://...").
+	RuntimeName string
+	// Images pulls (or records) images before a container is created; nil: none.
+	Images runtime.ImagePuller
+	// DataDir holds pods/<uid>/volumes and logs/pods (the containers' log files).
+	DataDir string
+	// NodeIP is the node's InternalIP (hostIP of its pods).
+	NodeIP func() string
+	// Resync is how often each pod is compared with the runtime (upstream's relist; default 1 s, real time).
+	Resync   time.Duration
+	Clock    clock.WithTicker
+	Recorder record.EventRecorder
+	Logger   *slog.Logger
+}
+
+func (c PodsConfig) withDefaults() PodsConfig {
+	if c.Resync == 0 {
+		c.Resync = time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Recorder == nil {
+		c.Recorder = &record.FakeRecorder{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.RuntimeName == "" {
+		c.RuntimeName = "process"
+	}
+	return c
+}
+
+// Pods runs the pods bound to one node: one worker goroutine per pod converges the runtime to the pod's spec
+// and writes the pod's status.
+type Pods struct {
+	cfg  PodsConfig
+	cs   kubernetes.Interface
+	objs objects
+	vols volumes
+	log  *slog.Logger
+
+	mu      sync.Mutex // guards workers
+	workers map[types.UID]*worker
+	wg      sync.WaitGroup
+}
+
+// NewPods returns the pod manager of a node; cs carries the node's credential.
+func NewPods(cs kubernetes.Interface, cfg PodsConfig) (*Pods, error) {
+	if cfg.NodeName == "" || cfg.Runtime == nil || cfg.DataDir == "" || cfg.NodeIP == nil {
+		return nil, errors.New("kubelet: the pod manager needs a node name, a runtime, a data dir and the node's IP")
+	}
+	cfg = cfg.withDefaults()
+	o := objects{cs: cs}
+	return &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods")},
+		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{}}, nil
+}
+
+func (p *Pods) logDir() string { return filepath.Join(p.cfg.DataDir, "logs", "pods") }
+
+// Run watches the node's pods and runs them until ctx ends. Pods keep running when the agent stops: a new
+// agent adopts them from the runtime. Sandboxes of pods that no longer exist are removed.
+func (p *Pods) Run(ctx context.Context) error {
+	lw := cache.NewFilteredListWatchFromClient(p.cs.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", p.cfg.NodeName).String()
+		})
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.update(ctx, obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj any) { p.update(ctx, obj.(*corev1.Pod)) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				p.gone(pod.UID)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	go inf.Run(ctx.Done())
+	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		p.collectOrphans(ctx)
+	}
+	t := p.cfg.Clock.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			p.wg.Wait()
+			return nil
+		case <-t.C():
+			p.collectOrphans(ctx)
+		}
+	}
+}
+
+// update hands the pod's latest version to its worker, starting one for a pod not seen before.
+func (p *Pods) update(ctx context.Context, pod *corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workers[pod.UID]
+	if !ok {
+		w = newWorker(p, pod.UID)
+		p.workers[pod.UID] = w
+		p.wg.Go(func() { w.loop(ctx) })
+	}
+	w.set(pod)
+}
+
+// gone tells a pod's worker that the pod was removed from the API.
+func (p *Pods) gone(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w, ok := p.workers[uid]; ok {
+		w.markGone()
+	}
+}
+
+// done forgets a worker that finished.
+func (p *Pods) done(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.workers, uid)
+}
+
+// collectOrphans stops and removes sandboxes of pods this node no longer runs (deleted while the agent was
+// down). Pods still known to a worker are left to it.
+func (p *Pods) collectOrphans(ctx context.Context) {
+	sandboxes, err := p.cfg.Runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		p.log.Warn("listing the runtime's sandboxes failed", "err", err)
+		return
+	}
+	for _, sb := range sandboxes {
+		uid := types.UID(sb.Labels[labelPodUID])
+		p.mu.Lock()
+		_, known := p.workers[uid]
+		p.mu.Unlock()
+		if known || uid == "" {
+			continue
+		}
+		p.log.Info("removing the sandbox of a pod that is gone", "pod", sb.Labels[labelPodNamespace]+"/"+sb.Labels[labelPodName], "uid", uid)
+		p.stopContainers(ctx, sb.Id, 0)
+		if err := p.cfg.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+			p.log.Warn("removing an orphaned sandbox failed", "sandbox", sb.Id, "err", err)
+		}
+	}
+}
+
+// stopContainers stops a sandbox's running containers with the grace period (seconds).
+func (p *Pods) stopContainers(ctx context.Context, sandboxID string, grace int64) {
+	running := runtimeapi.ContainerState_CONTAINER_RUNNING
+	list, err := p.cfg.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: sandboxID,
+		State: &runtimeapi.ContainerStateValue{State: running}})
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, c := range list {
+		wg.Go(func() { _ = p.cfg.Runtime.StopContainer(ctx, c.Id, grace) })
+	}
+	wg.Wait()
+}

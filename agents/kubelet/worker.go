@@ -1,0 +1,300 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// worker converges one pod. Its goroutine owns everything but pod and removed.
+type worker struct {
+	p    *Pods
+	uid  types.UID
+	wake chan struct{}
+
+	mu      sync.Mutex // guards pod and removed
+	pod     *corev1.Pod
+	removed bool // the pod is gone from the API
+
+	backoffs  map[string]*crashBackoff
+	written   map[string]string // volume file-set hashes
+	volumesAt time.Time
+	last      *corev1.PodStatus // the status last written
+	probes    *probes
+}
+
+func newWorker(p *Pods, uid types.UID) *worker {
+	w := &worker{p: p, uid: uid, wake: make(chan struct{}, 1), backoffs: map[string]*crashBackoff{}, written: map[string]string{}}
+	w.probes = newProbes(w)
+	return w
+}
+
+func (w *worker) set(pod *corev1.Pod) {
+	w.mu.Lock()
+	w.pod = pod
+	w.mu.Unlock()
+	w.poke()
+}
+
+func (w *worker) markGone() {
+	w.mu.Lock()
+	w.removed = true
+	w.mu.Unlock()
+	w.poke()
+}
+
+// poke asks for a sync soon (never blocks; one pending request is enough).
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) loop(ctx context.Context) {
+	defer w.p.done(w.uid)
+	defer w.probes.stopAll()
+	// The relist runs on real time (upstream's PLEG): it notices what happens in the runtime, while the clock
+	// (fake in tests) times back-offs, probes and grace periods.
+	t := time.NewTicker(w.p.cfg.Resync)
+	defer t.Stop()
+	for {
+		if w.sync(ctx) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// sync does one round for the pod and reports whether the worker is finished.
+func (w *worker) sync(ctx context.Context) bool {
+	w.mu.Lock()
+	pod, removed := w.pod, w.removed
+	w.mu.Unlock()
+	if removed {
+		w.teardown(ctx, pod, 0)
+		return true
+	}
+	if pod.DeletionTimestamp != nil {
+		return w.terminate(ctx, pod)
+	}
+	if terminal(pod.Status.Phase) || (w.last != nil && terminal(w.last.Phase)) {
+		// Finished for good (the API may not show our own write yet): nothing runs or restarts again.
+		w.stopAll(ctx, pod, 0)
+		return false
+	}
+	ob := w.converge(ctx, pod)
+	st := w.status(pod, ob)
+	w.writeStatus(ctx, pod, st)
+	if terminal(st.Phase) {
+		w.stopAll(ctx, pod, 0) // sidecars and anything left
+	}
+	return false
+}
+
+func terminal(phase corev1.PodPhase) bool {
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
+}
+
+func (w *worker) status(pod *corev1.Pod, ob observed) corev1.PodStatus {
+	st := podStatus(pod, ob, w.p.cfg.RuntimeName, w.p.cfg.NodeIP(), w.p.cfg.Clock.Now())
+	if w.last != nil && w.last.StartTime != nil {
+		st.StartTime = w.last.StartTime // the informer may not show our first write yet
+	}
+	return st
+}
+
+// terminate stops a deleted pod's containers within its grace period, writes their final status, then removes
+// the API object (grace 0, this pod's UID only), which ends the worker through the watch.
+func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) bool {
+	grace := int64(30)
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = *pod.DeletionGracePeriodSeconds
+	}
+	w.stopAll(ctx, pod, grace)
+	if ob, ok := w.observe(ctx, pod); ok {
+		st := w.status(pod, ob)
+		w.writeStatus(ctx, pod, st)
+	}
+	zero := int64(0)
+	err := w.p.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
+		Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		w.teardown(ctx, pod, 0)
+		return apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+	default:
+		w.p.log.Warn("deleting a terminated pod failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return false
+	}
+}
+
+// teardown removes the pod's sandboxes (and with them containers, logs and cgroups).
+func (w *worker) teardown(ctx context.Context, pod *corev1.Pod, grace int64) {
+	w.probes.stopAll()
+	sbs, err := w.p.cfg.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(w.uid)}})
+	if err != nil {
+		return
+	}
+	for _, sb := range sbs {
+		w.p.stopContainers(ctx, sb.Id, grace)
+		if err := w.p.cfg.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil && ctx.Err() == nil {
+			w.p.log.Warn("removing a sandbox failed", "sandbox", sb.Id, "err", err)
+		}
+	}
+}
+
+// stopAll stops every running container of the pod: preStop hooks first, then SIGTERM, SIGKILL after grace.
+func (w *worker) stopAll(ctx context.Context, pod *corev1.Pod, grace int64) {
+	sb := w.readySandbox(ctx)
+	if sb == nil {
+		return
+	}
+	cs, err := podContainers(ctx, w.p.cfg.Runtime, sb.Id)
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, c := range allContainers(pod) {
+		cur := cs[c.Name].latest()
+		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		wg.Go(func() { w.kill(ctx, pod, c, cur.Id, grace, fmt.Sprintf("Stopping container %s", c.Name)) })
+	}
+	wg.Wait()
+	if grace == 0 || pod.DeletionTimestamp != nil {
+		_ = w.p.cfg.Runtime.StopPodSandbox(ctx, sb.Id)
+	}
+}
+
+// kill runs the container's preStop hook (within the grace period) and stops it.
+func (w *worker) kill(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, grace int64, msg string) {
+	w.p.cfg.Recorder.Event(pod, corev1.EventTypeNormal, "Killing", msg)
+	start := w.p.cfg.Clock.Now()
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+		hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+		if err := w.runHandler(hctx, pod, c, id, c.Lifecycle.PreStop); err != nil {
+			w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
+		}
+		cancel()
+		grace = max(grace-int64(w.p.cfg.Clock.Since(start)/time.Second), 2) // upstream leaves at least 2 s
+	}
+	if err := w.p.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && ctx.Err() == nil {
+		w.p.log.Warn("stopping a container failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "err", err)
+	}
+}
+
+// allContainers is the pod's init and regular containers.
+func allContainers(pod *corev1.Pod) []*corev1.Container {
+	out := make([]*corev1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// readySandbox is the pod's READY sandbox, or nil.
+func (w *worker) readySandbox(ctx context.Context) *runtimeapi.PodSandbox {
+	sbs, err := w.p.cfg.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(w.uid)},
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil || len(sbs) == 0 {
+		return nil
+	}
+	slices.SortFunc(sbs, func(a, b *runtimeapi.PodSandbox) int {
+		return int(b.Metadata.GetAttempt()) - int(a.Metadata.GetAttempt())
+	})
+	return sbs[0]
+}
+
+// observe reads the pod's sandbox and containers without changing anything.
+func (w *worker) observe(ctx context.Context, pod *corev1.Pod) (observed, bool) {
+	ob := observed{waiting: map[string][2]string{}, ready: w.probes.readiness(), started: w.probes.startup(), initDone: true}
+	sb := w.readySandbox(ctx)
+	if sb == nil {
+		return ob, false
+	}
+	cs, err := podContainers(ctx, w.p.cfg.Runtime, sb.Id)
+	if err != nil {
+		return ob, false
+	}
+	ob.containers, ob.sandboxReady = cs, true
+	if st, err := w.p.cfg.Runtime.PodSandboxStatus(ctx, sb.Id, false); err == nil && st.Status.GetNetwork() != nil {
+		ob.podIP = st.Status.Network.Ip
+	}
+	return ob, true
+}
+
+// writeStatus writes the pod's status when it differs from the API's and from what this worker wrote last.
+func (w *worker) writeStatus(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus) {
+	if apiequality.Semantic.DeepEqual(pod.Status, st) || (w.last != nil && apiequality.Semantic.DeepEqual(*w.last, st) && w.fresh(pod)) {
+		return
+	}
+	next := pod.DeepCopy()
+	next.Status = st
+	for attempt := 0; attempt < 3; attempt++ {
+		out, err := w.p.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		if err == nil {
+			w.last = &out.Status
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+				w.p.log.Warn("writing the pod status failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			}
+			return
+		}
+		cur, err := w.p.cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || cur.UID != pod.UID {
+			return
+		}
+		next = cur.DeepCopy()
+		next.Status = mergeForeignConditions(st, cur.Status)
+		if apiequality.Semantic.DeepEqual(cur.Status, next.Status) {
+			w.last = &cur.Status
+			return
+		}
+	}
+}
+
+// fresh reports whether the informer's pod already reflects this worker's last write (or a later one).
+func (w *worker) fresh(pod *corev1.Pod) bool {
+	return w.last != nil && apiequality.Semantic.DeepEqual(pod.Status, *w.last)
+}
+
+// ownConditions are the pod conditions the kubelet sets; the others (PodScheduled, DisruptionTarget, readiness
+// gates) belong to someone else and are taken from the API's copy on a retry.
+var ownConditions = []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady}
+
+func mergeForeignConditions(ours, theirs corev1.PodStatus) corev1.PodStatus {
+	out := *ours.DeepCopy()
+	out.Conditions = nil
+	for _, c := range ours.Conditions {
+		if slices.Contains(ownConditions, c.Type) {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	for _, c := range theirs.Conditions {
+		if !slices.Contains(ownConditions, c.Type) {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+// Package process is the process runtime: a runtime.Runtime that runs pod
+// containers as host processes, isolated by Linux namespaces and cgroups
+// rather than images.
+//
+// # Model
+//
+//   - A sandbox is a network namespace bind-mounted at StateDir/netns/<id>
+//     (none with hostNetwork, NamespaceOptions.Network == NODE), set up by the
+//     consumer's Network hook (nil: only lo, up), and a pod cgroup
+//     <CgroupRoot>/pod-<id> (cgroup v2, or the v1 memory, cpu and pids
+//     hierarchies when /sys/fs/cgroup is not cgroup2).
+//   - A container is its Command+Args (resolved in the PATH of its env; the
+//     image is recorded, never pulled) run in the sandbox's network namespace
+//     and a mount namespace of its own (rslave of the host's) where its CRI
+//     Mounts are bind-mounted (mount points missing on the host are created
+//     there: there is no root filesystem), in the cgroup
+//     <CgroupRoot>/pod-<id>/<container id> with memory.max, cpu.max and
+//     cpu.weight (v1: limit_in_bytes, cfs_quota_us/cfs_period_us, shares),
+//     as RunAsUser/RunAsGroup/SupplementalGroups, in WorkingDir.
+//   - Each container has a shim: the runtime's binary re-executed
+//     (/proc/self/exe, argv[0] "wheelhouse-runtime:shim") in a session of its
+//     own, so the agent may exit or be killed while containers run. The shim
+//     starts the init helper, which joins the cgroup and namespaces, mounts,
+//     drops privileges and execs the command; it then writes stdout and stderr
+//     to ContainerConfig.LogPath (under the sandbox's LogDirectory, else
+//     LogDir/<sandbox id>) in CRI format, "<RFC3339Nano> stdout|stderr F|P
+//     <line>", rotating by size into <log>.<YYYYMMDD-hhmmss> and keeping
+//     LogMaxFiles files; it relays termination signals to the process group,
+//     and records the exit (code, time, reason Completed / Error / OOMKilled
+//     from the cgroup's oom_kill count) in the state dir. Binaries embedding
+//     the runtime must call MaybeRunHelper first thing in main (tests: in
+//     TestMain).
+//   - State is JSON under StateDir (see state.go for the layout), written
+//     atomically. New re-adopts it: a runtime opened on the same StateDir
+//     lists the same sandboxes and containers, running ones still RUNNING.
+//     Processes are identified by PID and start time (/proc/<pid>/stat), so a
+//     reused PID is never taken for a container; a container whose process
+//     and shim vanished without an exit record is EXITED with code 255.
+//   - StopContainer sends SIGTERM to the process group, SIGKILL to the group
+//     and every process of the cgroup after the timeout. ExecSync and Exec run
+//     the command through the exec helper in the container's namespaces,
+//     cgroup, user, env and working directory.
+//   - The streaming server (k8s.io/cri-streaming, plus websocket
+//     v5.channel.k8s.io for exec, which cri-streaming lacks) listens on
+//     StreamAddr; Start serves it. Port-forward dials 127.0.0.1:<port> inside
+//     the sandbox's namespace. Attach is not supported (codes.Unimplemented).
+//
+// The runtime needs root (namespaces, mounts, cgroups). Concurrency: a
+// Runtime is safe for concurrent use; Runtime.mu guards the in-memory index
+// and is never held while waiting for a process.
+package process

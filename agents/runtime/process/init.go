@@ -1,0 +1,233 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// errPipeFD is the descriptor on which init and exec report a setup failure
+// to their parent; it is close-on-exec, so EOF without data means the
+// command was executed.
+const errPipeFD = 3
+
+// runInit sets up the container process and execs its command; it returns
+// only on failure (after reporting it on the error pipe).
+func runInit(dir string) error {
+	runtime.LockOSThread()
+	errPipe := os.NewFile(errPipeFD, "errpipe")
+	unix.CloseOnExec(errPipeFD)
+	err := initContainer(dir)
+	fmt.Fprint(errPipe, err.Error())
+	return err
+}
+
+func initContainer(dir string) error {
+	var spec helperSpec
+	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
+		return err
+	}
+	if err := joinCgroups(spec.CgroupProcs); err != nil {
+		return err
+	}
+	if spec.NetNS != "" {
+		if err := setnsPath(spec.NetNS, unix.CLONE_NEWNET); err != nil {
+			return err
+		}
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare mount namespace: %w", err)
+	}
+	// Slave: the host's unmounts (of sandbox namespaces, say) still reach
+	// us, our mounts never reach the host.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("make / rslave: %w", err)
+	}
+	for _, m := range spec.Mounts {
+		if err := bindMount(m); err != nil {
+			return err
+		}
+	}
+	return execCommand(spec, spec.Args)
+}
+
+// runExec enters the namespaces of the running container process pid and
+// execs args; it returns only on failure.
+func runExec(dir, pid string, args []string) error {
+	runtime.LockOSThread()
+	errPipe := os.NewFile(errPipeFD, "errpipe")
+	unix.CloseOnExec(errPipeFD)
+	err := execInContainer(dir, pid, args)
+	fmt.Fprint(errPipe, err.Error())
+	return err
+}
+
+func execInContainer(dir, pid string, args []string) error {
+	var spec helperSpec
+	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
+		return err
+	}
+	if _, err := strconv.Atoi(pid); err != nil {
+		return fmt.Errorf("bad pid %q", pid)
+	}
+	if err := joinCgroups(spec.CgroupProcs); err != nil {
+		return err
+	}
+	// Joining a mount namespace needs a private fs_struct; Go threads share one.
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return fmt.Errorf("unshare fs: %w", err)
+	}
+	netns, mntns := "/proc/"+pid+"/ns/net", "/proc/"+pid+"/ns/mnt"
+	mntFD, err := unix.Open(mntns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", mntns, err)
+	}
+	if err := setnsPath(netns, unix.CLONE_NEWNET); err != nil {
+		return err
+	}
+	if err := unix.Setns(mntFD, unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("setns mnt: %w", err)
+	}
+	return execCommand(spec, args)
+}
+
+// execCommand changes directory and user and execs args with spec's env.
+func execCommand(spec helperSpec, args []string) error {
+	if spec.Cwd != "" {
+		if err := os.Chdir(spec.Cwd); err != nil {
+			return fmt.Errorf("chdir: %w", err)
+		}
+	}
+	path, err := lookPath(args[0], spec.Env)
+	if err != nil {
+		return err
+	}
+	if spec.User != nil {
+		if err := setThreadUser(*spec.User); err != nil {
+			return err
+		}
+	}
+	err = unix.Exec(path, args, spec.Env)
+	return fmt.Errorf("exec %s: %w", path, err)
+}
+
+func joinCgroups(procsFiles []string) error {
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	for _, f := range procsFiles {
+		if err := os.WriteFile(f, pid, 0); err != nil {
+			return fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
+func setnsPath(path string, nstype int) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, nstype); err != nil {
+		return fmt.Errorf("setns %s: %w", path, err)
+	}
+	return nil
+}
+
+// bindMount bind-mounts m.Source at m.Target, creating the mount point (a
+// directory or an empty file, like the source) if it is missing.
+func bindMount(m mountSpec) error {
+	st, err := os.Stat(m.Source)
+	if err != nil {
+		return fmt.Errorf("mount source: %w", err)
+	}
+	if _, err := os.Lstat(m.Target); errors.Is(err, fs.ErrNotExist) {
+		if err := makeMountPoint(m.Target, st.IsDir()); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount(m.Source, m.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s at %s: %w", m.Source, m.Target, err)
+	}
+	if m.ReadOnly {
+		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+		var sfs unix.Statfs_t
+		if unix.Statfs(m.Target, &sfs) == nil {
+			flags |= uintptr(sfs.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+		}
+		if err := unix.Mount("", m.Target, "", flags, ""); err != nil {
+			return fmt.Errorf("remount %s read-only: %w", m.Target, err)
+		}
+	}
+	prop := uintptr(unix.MS_PRIVATE)
+	switch m.Propagation {
+	case "rslave":
+		prop = unix.MS_SLAVE
+	case "rshared":
+		prop = unix.MS_SHARED
+	}
+	if err := unix.Mount("", m.Target, "", prop|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("set propagation of %s: %w", m.Target, err)
+	}
+	return nil
+}
+
+func makeMountPoint(target string, dir bool) error {
+	if dir {
+		return os.MkdirAll(target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// lookPath resolves file in the PATH of env, as the container sees it.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		p := filepath.Join(d, file)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("executable %q not found in PATH %q", file, path)
+}
+
+// setThreadUser switches the calling thread (only: it execs next) to u.
+func setThreadUser(u userSpec) error {
+	var groups unsafe.Pointer
+	if len(u.Groups) > 0 {
+		groups = unsafe.Pointer(&u.Groups[0])
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, uintptr(len(u.Groups)), uintptr(groups), 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(u.GID), uintptr(u.GID), uintptr(u.GID)); e != 0 {
+		return fmt.Errorf("setresgid: %w", e)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(u.UID), uintptr(u.UID), uintptr(u.UID)); e != 0 {
+		return fmt.Errorf("setresuid: %w", e)
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The shim is the container process's parent for its whole life, like
+// containerd-shim: it runs in a session of its own (an agent that exits or is
+// killed does not take it along), copies the process's stdout and stderr to
+// the CRI log with rotation, relays the signals it gets to the process group,
+// and when the process exits writes exit.json with the code, time and reason
+// (OOMKilled from the cgroup's oom_kill counter). The runtime learns that the
+// start succeeded, or why not, from statusPipeFD.
+const (
+	statusPipeFD = 3
+	statusOK     = "ok"
+	// drainTimeout bounds how long output is still copied after the process
+	// exited (its children may hold the pipes open forever).
+	drainTimeout = 2 * time.Second
+)
+
+func runShim(dir string) error {
+	status := os.NewFile(statusPipeFD, "status")
+	cmd, logs, err := startInit(dir)
+	if err != nil {
+		fmt.Fprint(status, err.Error())
+		status.Close()
+		return err
+	}
+	self, err := identify(os.Getpid())
+	if err == nil {
+		var child procIdentity
+		child, err = identify(cmd.Process.Pid)
+		st := shimState{Shim: self, Process: child, StartedAt: time.Now().UnixNano()}
+		if err == nil {
+			err = writeJSON(filepath.Join(dir, shimFile), st)
+		}
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		fmt.Fprint(status, err.Error())
+		status.Close()
+		return err
+	}
+	fmt.Fprint(status, statusOK)
+	status.Close()
+	go relaySignals(cmd.Process.Pid)
+	return superviseInit(dir, cmd, logs)
+}
+
+// shimLogs copies the process's output into the CRI log.
+type shimLogs struct {
+	log    *criLog
+	pipes  []*os.File // read ends, closed to stop a stuck copy
+	copies sync.WaitGroup
+}
+
+// startInit starts the init helper with its output piped into the log and
+// waits until it has exec'd the command or failed.
+func startInit(dir string) (*exec.Cmd, *shimLogs, error) {
+	var spec helperSpec
+	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
+		return nil, nil, err
+	}
+	log, err := openCRILog(spec.LogPath, spec.LogMaxBytes, spec.LogMaxFiles)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	failR, failW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:        selfExe,
+		Args:        []string{helperPrefix + "init", dir},
+		Stdout:      outW,
+		Stderr:      errW,
+		ExtraFiles:  []*os.File{failW},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	failW.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start init: %w", err)
+	}
+	msg, _ := io.ReadAll(failR)
+	failR.Close()
+	if len(msg) > 0 {
+		_ = cmd.Wait()
+		return nil, nil, errors.New(string(msg))
+	}
+	logs := &shimLogs{log: log, pipes: []*os.File{outR, errR}}
+	for i, stream := range []string{"stdout", "stderr"} {
+		logs.copies.Add(1)
+		go func() {
+			defer logs.copies.Done()
+			if err := log.copyFrom(stream, logs.pipes[i]); err != nil {
+				fmt.Fprintf(os.Stderr, "copy %s: %v\n", stream, err)
+			}
+		}()
+	}
+	return cmd, logs, nil
+}
+
+// relaySignals forwards the shim's termination signals to the container's
+// process group.
+func relaySignals(pid int) {
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	for sig := range ch {
+		_ = unix.Kill(-pid, sig.(syscall.Signal))
+	}
+}
+
+// superviseInit waits for the process, drains its output and records its exit.
+func superviseInit(dir string, cmd *exec.Cmd, logs *shimLogs) error {
+	waitErr := cmd.Wait()
+	drained := make(chan struct{})
+	go func() { logs.copies.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		for _, p := range logs.pipes {
+			p.Close()
+		}
+		<-drained
+	}
+	logs.log.Close()
+
+	var spec helperSpec
+	_ = readJSON(filepath.Join(dir, specFile), &spec)
+	ex := exitState{FinishedAt: time.Now().UnixNano()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(waitErr, &ee):
+		ws := ee.Sys().(syscall.WaitStatus)
+		ex.ExitCode = int32(ws.ExitStatus())
+		if ws.Signaled() {
+			ex.ExitCode = 128 + int32(ws.Signal())
+		}
+	case waitErr != nil:
+		ex.ExitCode, ex.Message = 255, waitErr.Error()
+	}
+	ex.Reason = exitReason(ex.ExitCode, oomKilled(spec.OOMFiles))
+	return writeJSON(filepath.Join(dir, exitFile), ex)
+}
+
+// exitReason is CRI's reason for a terminated container.
+func exitReason(code int32, oom bool) string {
+	switch {
+	case oom:
+		return "OOMKilled"
+	case code == 0:
+		return "Completed"
+	default:
+		return "Error"
+	}
+}
+
+// oomKilled reports whether any of the memory.events / memory.oom_control
+// files counts an OOM kill.
+func oomKilled(files []string) bool {
+	for _, f := range files {
+		if readKeyed(f, "oom_kill") > 0 {
+			return true
+		}
+	}
+	return false
+}
