@@ -186,6 +186,26 @@ func (c *clusterCache) setNominated(pi *framework.PodInfo, node string) {
 	}
 }
 
+// displaceNominated removes, and returns, the pods nominated to node with a lower priority than priority: the
+// room preemption just made there is for the new nominee, so they must look again (upstream's prepareCandidate).
+func (c *clusterCache) displaceNominated(node string, priority int32) []*corev1.Pod {
+	var out []*corev1.Pod
+	keep := c.nominated[node][:0]
+	for _, p := range c.nominated[node] {
+		if podPriority(p.Pod) < priority {
+			out = append(out, p.Pod)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		delete(c.nominated, node)
+	} else {
+		c.nominated[node] = keep
+	}
+	return out
+}
+
 // snapshot is the cluster's nodes for a cycle (only valid while c.mu is held).
 func (c *clusterCache) snapshot() *framework.Snapshot {
 	if c.dirty || c.snap == nil {

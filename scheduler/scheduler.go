@@ -339,13 +339,16 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	}
 	var post *framework.PostFilterResult
 	var postStatus *framework.Status
+	var displaced []*corev1.Pod
 	if res.node == "" && res.err == nil && len(fw.PostFilter) > 0 && res.statuses != nil {
 		post, postStatus = fw.RunPostFilterPlugins(ctx, res.state, pi, res.snap, res.statuses)
 		if post != nil && post.NominatedNodeName != "" {
+			displaced = c.displaceNominated(post.NominatedNodeName, podPriority(pod))
 			c.setNominated(pi, post.NominatedNodeName)
 		}
 	}
 	c.mu.Unlock()
+	s.clearNominations(ctx, c, displaced)
 	if res.node != "" {
 		s.bind(ctx, c, qp, res.node)
 		return true
@@ -627,6 +630,29 @@ func (s *Scheduler) failWithNomination(ctx context.Context, c *clusterCache, qp 
 	if _, err := cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil &&
 		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
 		s.log.Warn("cannot record why a pod is unschedulable", "cluster", c.id, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
+// clearNominations clears status.nominatedNodeName of pods preemption displaced; the status change brings them
+// back through the queue.
+func (s *Scheduler) clearNominations(ctx context.Context, c *clusterCache, pods []*corev1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	cs, err := s.client(c.id)
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		cur, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil || cur.UID != p.UID || cur.Status.NominatedNodeName == "" {
+			continue
+		}
+		cur.Status.NominatedNodeName = ""
+		if _, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil &&
+			!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+			s.log.Warn("cannot clear a displaced pod's nomination", "cluster", c.id, "pod", p.Namespace+"/"+p.Name, "err", err)
+		}
 	}
 }
 
