@@ -13,18 +13,18 @@ DATA_DIR  ?= ./.wheelhouse
 TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run kubectl test lint bench perf perf-api clean
+.PHONY: help build run kubectl test lint bench perf perf-api perf-sched clean
 
 help: ## List the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 build: ## Build bin/wheelhouse
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wheelhouse
 
-run: ## Run the server on its own local PostgreSQL (installs PostgreSQL first when missing)
+run: ## Run the server on its own local PostgreSQL with a local node agent (installs PostgreSQL first when missing)
 	@scripts/ensure-postgres.sh
 	@$(MAKE) --no-print-directory build
-	./$(BIN) server --listen $(LISTEN) --data-dir $(DATA_DIR)
+	./$(BIN) server --listen $(LISTEN) --data-dir $(DATA_DIR) --local-agent on
 
 kubectl: ## Build the pinned kubectl used by the e2e tests
 	@scripts/kubectl.sh
@@ -55,6 +55,10 @@ perf: ## Side-by-side perf harness (store vs etcd vs kine); writes docs/perf.md
 perf-api: ## Kubernetes API perf harness (watch cache on vs off); writes its section of docs/perf.md
 	@scripts/ensure-postgres.sh
 	cd perf && $(GO) run ./cmd/apiperf --out ../docs/perf.md --json results/api.json
+
+perf-sched: ## Scheduler perf harness (algorithm alone, end to end, Deployment rollout); writes its section of docs/perf.md
+	@scripts/ensure-postgres.sh
+	cd perf && $(GO) run ./cmd/schedperf --out ../docs/perf.md --json results/sched.json
 
 clean: ## Remove build output (not the data directory)
 	rm -rf bin

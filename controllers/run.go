@@ -18,6 +18,7 @@ func Run(ctx context.Context, d Deps) {
 	wg.Go(func() { RunReplicaSets(ctx, d) })
 	wg.Go(func() { RunDeployments(ctx, d) })
 	wg.Go(func() { RunNodeLifecycle(ctx, d) })
+	wg.Go(func() { RunNodeIPAM(ctx, d) })
 	wg.Go(func() { RunEndpointSlices(ctx, d) })
 	wg.Go(func() { RunEndpoints(ctx, d) })
 	wg.Wait()

@@ -90,6 +90,9 @@ type Identity struct {
 	Server   string `json:"server"`
 	Cluster  string `json:"cluster"`
 	NodeName string `json:"nodeName"`
+	// PodCIDR and ServiceCIDR are the cluster's networks.
+	PodCIDR     string `json:"podCIDR,omitempty"`
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
 	// Credential is the node's bearer token (kept in its own file, not in node.json).
 	Credential string `json:"-"`
 	// CA is the pinned CA (PEM); nil: the system roots.
@@ -237,11 +240,12 @@ func exchange(ctx context.Context, cfg Config, id *Identity) error {
 	default:
 		return fmt.Errorf("join: the server answered HTTP %d: %s", resp.StatusCode, problemDetail(body))
 	}
-	var joined struct{ Credential, Cluster, NodeName, Server string }
+	var joined struct{ Credential, Cluster, NodeName, Server, PodCIDR, ServiceCIDR string }
 	if err := json.Unmarshal(body, &joined); err != nil || joined.Credential == "" {
 		return fmt.Errorf("join: the server's answer is not a node credential")
 	}
 	id.Credential, id.Cluster, id.APIServer = joined.Credential, joined.Cluster, joined.Server
+	id.PodCIDR, id.ServiceCIDR = joined.PodCIDR, joined.ServiceCIDR
 	if id.APIServer == "" {
 		id.APIServer = id.Server + "/clusters/" + joined.Cluster
 	}

@@ -42,7 +42,7 @@ func newJoinServer(t *testing.T) *joinServer {
 		js.joins.Add(1)
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(map[string]string{"credential": "whn_" + b.NodeName, "cluster": "c1",
-			"nodeName": b.NodeName, "server": "https://" + r.Host + "/clusters/c1"})
+			"nodeName": b.NodeName, "server": "https://" + r.Host + "/clusters/c1", "podCIDR": "10.244.0.0/16", "serviceCIDR": "10.96.0.0/12"})
 	})
 	js.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(js.srv.Close)
@@ -64,7 +64,8 @@ func TestJoinKeepsTheIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id.Credential != "whn_n1" || id.Cluster != "c1" || id.APIServer != js.srv.URL+"/clusters/c1" || string(id.CA) != string(js.ca) {
+	if id.Credential != "whn_n1" || id.Cluster != "c1" || id.APIServer != js.srv.URL+"/clusters/c1" || string(id.CA) != string(js.ca) ||
+		id.PodCIDR != "10.244.0.0/16" || id.ServiceCIDR != "10.96.0.0/12" {
 		t.Fatalf("identity %+v", id)
 	}
 	for _, f := range []string{credentialFile, caFile, nodeFile} {
@@ -91,7 +92,7 @@ func TestJoinKeepsTheIdentity(t *testing.T) {
 	// A restart: no token needed, no second join.
 	cfg.Token = ""
 	again, err := Join(t.Context(), cfg)
-	if err != nil || again.Credential != "whn_n1" || js.joins.Load() != 1 {
+	if err != nil || again.Credential != "whn_n1" || again.PodCIDR != "10.244.0.0/16" || js.joins.Load() != 1 {
 		t.Fatalf("rejoin: %+v %v after %d joins", again, err, js.joins.Load())
 	}
 	// The data dir belongs to n1.

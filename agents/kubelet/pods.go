@@ -134,9 +134,11 @@ func (p *Pods) update(ctx context.Context, pod *corev1.Pod) {
 	if !ok {
 		w = newWorker(p, pod.UID)
 		p.workers[pod.UID] = w
+	}
+	w.set(pod) // before the worker starts: its first sync reads the pod
+	if !ok {
 		p.wg.Go(func() { w.loop(ctx) })
 	}
-	w.set(pod)
 }
 
 // gone tells a pod's worker that the pod was removed from the API.

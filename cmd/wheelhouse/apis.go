@@ -14,11 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents/install"
+	"github.com/wheelhouse-dev/wheelhouse/agents/tunnel"
 	"github.com/wheelhouse-dev/wheelhouse/controllers"
 	"github.com/wheelhouse-dev/wheelhouse/controllers/leader"
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
 	"github.com/wheelhouse-dev/wheelhouse/scheduler"
 	admissionpkg "github.com/wheelhouse-dev/wheelhouse/server/admission"
+	"github.com/wheelhouse-dev/wheelhouse/server/agentapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/platform"
@@ -33,6 +36,11 @@ import (
 // cluster has its system objects, and returns the routes of the Kubernetes API of every cluster and of the
 // platform API. caPEM is the CA of the serving certificate (nil for a given certificate). The caller closes ten.
 func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.Store, caPEM []byte, log *slog.Logger) ([]func(*echo.Echo), func(), error) {
+	// install.sh and the agent binaries, public: machines fetch them before they join.
+	installer, err := install.New(install.Config{BinaryDir: cfg.AgentBinaryDir, Logger: log.With("component", "install")})
+	if err != nil {
+		return nil, nil, err
+	}
 	res, err := ten.Bootstrap(ctx, tenancy.BootstrapConfig{Token: cfg.BootstrapToken, Password: cfg.BootstrapPassword})
 	if err != nil {
 		return nil, nil, fmt.Errorf("bootstrap: %w", err)
@@ -55,11 +63,20 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	adm := &admission{r: authz, tolerations: admissionpkg.DefaultTolerationSeconds{Seconds: cfg.tolerationSeconds()}}
 	auditW := ten.NewAuditWriter(tenancy.AuditWriterConfig{})
 	saTokens := satoken.New(ten, nil)
+	// Node agents keep their tunnels on the agent endpoint; pods/log, exec, attach, portforward and nodes/proxy
+	// reach kubelets through them.
+	tunnels := tunnel.NewRegistry(tunnel.RegistryConfig{Logger: log.With("component", "tunnel")})
+	agents, err := agentapi.New(agentapi.Config{Authenticator: tokenAuthenticator{ten}, Tunnels: tunnels,
+		Logger: log.With("component", "agentapi")})
+	if err != nil {
+		auditW.Close()
+		return nil, nil, err
+	}
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
 		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: adm,
 		Rules: rulesResolver{authz}, ClusterObjects: clusterObjects, OpenAPI: spec, TypeConverter: tc,
 		Auditor: newKubeAuditor(ten, auditW), ServiceAccountTokens: saTokens, Logger: log.With("component", "kubeapi"),
-		DisableWatchCache: cfg.WatchCache == "off"})
+		DisableWatchCache: cfg.WatchCache == "off", Connector: agents})
 	if err != nil {
 		auditW.Close()
 		return nil, nil, err
@@ -82,6 +99,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	go pruneAudit(pruneCtx, ten, retention, log)
 	closeAll := func() {
 		stopPrune()
+		tunnels.Close()
 		api.Close()
 		auditW.Close()
 	}
@@ -148,7 +166,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 			prev()
 		}
 	}(closeAll)
-	return []func(*echo.Echo){api.Register, plat.Register}, closeAll, nil
+	return []func(*echo.Echo){api.Register, plat.Register, agents.Register, installer.Register}, closeAll, nil
 }
 
 // replicaIdentity names this server process in the controller lease.
@@ -225,5 +243,5 @@ func (c clusterSource) Cluster(ctx context.Context, id string) (kubeapi.Cluster,
 	if err != nil {
 		return kubeapi.Cluster{}, err
 	}
-	return kubeapi.Cluster{ID: cl.ID, ServiceCIDR: cl.ServiceCIDR.String()}, nil
+	return kubeapi.Cluster{ID: cl.ID, ServiceCIDR: cl.ServiceCIDR.String(), PodCIDR: cl.PodCIDR.String()}, nil
 }

@@ -1,6 +1,7 @@
 // Command wheelhouse is the Wheelhouse binary.
 //
 //	wheelhouse server [--listen ADDR] [--database-url URL] [--data-dir DIR] [--log-level L] [--log-format F]
+//	wheelhouse agent --server URL [--token JOIN-TOKEN] [--node-name N] [--data-dir DIR] [--label k=v] [--taint k=v:E]
 //	wheelhouse version [-o json]
 //
 // Every server flag can also be set with the environment variable named in its help (WHEELHOUSE_*); a flag on
@@ -17,10 +18,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process"
 	"github.com/wheelhouse-dev/wheelhouse/version"
 )
 
 func main() {
+	process.MaybeRunHelper() // this binary is also the process runtime's container shim and namespace helper
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
@@ -47,5 +51,6 @@ func newRootCommand(getenv func(string) string, out io.Writer, runServer func(co
 	root.SetOut(out)
 	root.AddCommand(newServerCommand(getenv, runServer), newVersionCommand(out))
 	root.AddCommand(newKubeconfigCommand(getenv, out), newJoinTokenCommand(getenv, out))
+	root.AddCommand(newAgentCommand(getenv, os.Stderr, agents.Run))
 	return root
 }

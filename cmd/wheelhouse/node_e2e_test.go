@@ -64,8 +64,8 @@ func TestNodeCredentials(t *testing.T) {
 	if code != 201 {
 		t.Fatalf("join: %d %s", code, body)
 	}
-	var joined struct{ Credential, Cluster, Server string }
-	if err := json.Unmarshal(body, &joined); err != nil || joined.Cluster != "default" {
+	var joined struct{ Credential, Cluster, Server, PodCIDR, ServiceCIDR string }
+	if err := json.Unmarshal(body, &joined); err != nil || joined.Cluster != "default" || joined.PodCIDR != "10.244.0.0/16" || joined.ServiceCIDR != "10.96.0.0/12" {
 		t.Fatalf("join answer %s (%v)", body, err)
 	}
 	if code, body := platformCall(t, p.url, "", "POST", "/join", `{"token":"`+jt.Token+`","nodeName":"worker-1"}`); code != 409 {

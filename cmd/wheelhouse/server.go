@@ -57,6 +57,10 @@ type serverConfig struct {
 	// those names: how long a node may go unheard before it is NotReady (Unknown), how fast lost nodes get the
 	// NoExecute taints that evict their pods, and how long a pod tolerates them unless it says otherwise.
 	NodeMonitorGracePeriod, NodeEvictionRate, DefaultTolerationSeconds string
+	// LocalAgent "on" runs a node agent of the default cluster as a child process (make run; needs root).
+	LocalAgent string
+	// AgentBinaryDir holds prebuilt agents, wheelhouse-linux-<arch>, for the arches other than the server's own.
+	AgentBinaryDir string
 }
 
 // nodeLifecycle is the node lifecycle controller's configuration; call it only on a valid config.
@@ -100,6 +104,12 @@ func (c serverConfig) Validate() error {
 	}
 	if r, err := strconv.ParseFloat(c.NodeEvictionRate, 64); err != nil || !(r > 0) || math.IsInf(r, 0) {
 		return fmt.Errorf("--node-eviction-rate/WHEELHOUSE_NODE_EVICTION_RATE %q: want a positive number of nodes a second", c.NodeEvictionRate)
+	}
+	if c.LocalAgent != "on" && c.LocalAgent != "off" {
+		return fmt.Errorf("--local-agent/WHEELHOUSE_LOCAL_AGENT %q: want on or off", c.LocalAgent)
+	}
+	if c.LocalAgent == "on" && c.DataDir == "" {
+		return errors.New("--local-agent on needs --data-dir (the agent keeps its state there)")
 	}
 	if _, err := strconv.ParseInt(c.DefaultTolerationSeconds, 10, 64); err != nil {
 		return fmt.Errorf("--default-toleration-seconds/WHEELHOUSE_DEFAULT_TOLERATION_SECONDS %q: want a whole number of seconds", c.DefaultTolerationSeconds)
@@ -155,7 +165,9 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.SchedulerConfig, "scheduler-config", "WHEELHOUSE_SCHEDULER_CONFIG", "", "KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file for the scheduler; empty: kube-scheduler's defaults"},
 		{&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", "WHEELHOUSE_NODE_MONITOR_GRACE_PERIOD", "40s", "how long a node's lease may go unrenewed before the node is marked NotReady (Ready=Unknown) and tainted unreachable"},
 		{&cfg.NodeEvictionRate, "node-eviction-rate", "WHEELHOUSE_NODE_EVICTION_RATE", "0.1", "nodes per second, per cluster, given the NoExecute taints that evict their pods"},
+		{&cfg.LocalAgent, "local-agent", "WHEELHOUSE_LOCAL_AGENT", "off", "run a node agent of the default cluster on this machine as a child process: on or off (needs root)"},
 		{&cfg.DefaultTolerationSeconds, "default-toleration-seconds", "WHEELHOUSE_DEFAULT_TOLERATION_SECONDS", "300", "seconds a new pod tolerates the not-ready and unreachable taints unless it says otherwise (negative: add no such tolerations)"},
+		{&cfg.AgentBinaryDir, "agent-binary-dir", "WHEELHOUSE_AGENT_BINARY_DIR", "", "directory of prebuilt agents named wheelhouse-linux-<arch>, served to machines of other architectures than the server's (which gets the server's own executable)"},
 	}
 	for _, b := range bindings {
 		cmd.Flags().StringVar(b.p, b.flag, b.def, b.u+" (env "+b.env+")")
@@ -247,7 +259,16 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := srv.Start(ctx); err != nil {
+	var agentDone chan struct{}
+	if cfg.LocalAgent == "on" {
+		agentDone = make(chan struct{})
+		go func() { defer close(agentDone); localAgent(ctx, cfg, ten, caPEM, log) }()
+	}
+	err = srv.Start(ctx)
+	if agentDone != nil {
+		<-agentDone
+	}
+	if err != nil {
 		return err
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, errPostgresExited) {

@@ -41,6 +41,7 @@ var _ Storage = (*store.Store)(nil)
 type Cluster struct {
 	ID          string
 	ServiceCIDR string // default 10.96.0.0/12
+	PodCIDR     string // the nodes' pod CIDRs are carved from it (controllers' node IPAM); default 10.244.0.0/16
 }
 
 // Clusters finds the cluster named in a URL. It returns ErrClusterNotFound for an unknown id.
@@ -157,6 +158,9 @@ type Config struct {
 	// ServiceAccountTokens issues TokenRequests and authenticates ServiceAccount tokens (optional: without it
 	// serviceaccounts/token is 404 and JWT bearer tokens go to the Authenticator like any other).
 	ServiceAccountTokens *satoken.Tokens
+	// Connector serves pods/log, pods/exec, pods/attach, pods/portforward and nodes/proxy (optional: without it
+	// they are 404).
+	Connector Connector
 }
 
 func (c *Config) setDefaults() {

@@ -1,7 +1,9 @@
 package kubeapi
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -142,6 +144,12 @@ func subresources(r *resources.Resource) []subresource {
 	}
 	if r.Storage == "pods" {
 		out = append(out, subresource{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
+	}
+	if r.GVK.Group == "" {
+		for _, name := range slices.Sorted(maps.Keys(connectSubresources[r.Storage])) {
+			out = append(out, subresource{name, schema.GroupVersionKind{Version: "v1", Kind: connectKinds[name]},
+				connectSubresources[r.Storage][name]})
+		}
 	}
 	return out
 }

@@ -30,6 +30,12 @@ func (a *API) LocalConfig(cluster string, user User) *rest.Config {
 		QPS: -1}
 }
 
+// Cluster is cluster id as Config.Clusters tells it (its networks), for in-process clients that need more of
+// it than its id (the controllers' node IPAM reads its pod CIDR); ErrClusterNotFound for an unknown id.
+func (a *API) Cluster(ctx context.Context, id string) (Cluster, error) {
+	return a.cfg.Clusters.Cluster(ctx, id)
+}
+
 type localTransport struct {
 	api  *API
 	user User

@@ -59,6 +59,9 @@ func parseRequestInfo(method, path string, watchParam bool) requestInfo {
 	}
 	if len(rest) > 2 {
 		ri.subresource = strings.Join(rest[2:], "/")
+		if rest[2] == "proxy" { // nodes/<name>/proxy/<path>: the path is the proxied request's
+			ri.subresource = "proxy"
+		}
 	}
 	ri.verb = verbFor(method, ri.name != "", watchParam || watchPrefix)
 	return ri

@@ -35,7 +35,7 @@ func (rq *request) serveResource() error {
 		Subresource: ri.subresource, Namespace: ri.namespace, Name: ri.name}); err != nil {
 		return err
 	}
-	if ri.verb != "watch" {
+	if ri.verb != "watch" && !rq.isConnect() { // connect subresources are long-running, like watches
 		release, err := rq.acquire()
 		if err != nil {
 			return err
@@ -50,6 +50,9 @@ func (rq *request) serveResource() error {
 
 func (rq *request) dispatch() error {
 	ri := rq.info
+	if rq.isConnect() {
+		return rq.serveConnect()
+	}
 	switch ri.subresource {
 	case "scale":
 		return rq.serveScale()

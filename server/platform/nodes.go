@@ -24,6 +24,9 @@ type joinedView struct {
 	NodeName   string `json:"nodeName"`
 	// Server is the cluster's Kubernetes API.
 	Server string `json:"server"`
+	// PodCIDR and ServiceCIDR are the cluster's networks (the agent routes and masquerades by them).
+	PodCIDR     string `json:"podCIDR,omitempty"`
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
 }
 
 // caCerts serves the CA of the server's certificate (PEM), unauthenticated: an agent fetches it before it
@@ -55,11 +58,12 @@ func (a *API) join(c echo.Context, who *caller) *Problem {
 		}
 		return a.internal(c, err, "join token")
 	}
+	view := joinedView{Credential: cred, Cluster: nc.ClusterID, NodeName: nc.NodeName, Server: serverURL(c) + "/clusters/" + nc.ClusterID}
 	if cl, err := a.cfg.Tenancy.Cluster(c.Request().Context(), nc.ClusterID); err == nil {
 		who.team = cl.TeamID
+		view.PodCIDR, view.ServiceCIDR = cl.PodCIDR.String(), cl.ServiceCIDR.String()
 	}
-	return jsonOK(c, http.StatusCreated, joinedView{Credential: cred, Cluster: nc.ClusterID, NodeName: nc.NodeName,
-		Server: serverURL(c) + "/clusters/" + nc.ClusterID})
+	return jsonOK(c, http.StatusCreated, view)
 }
 
 type nodeCredentialView struct {

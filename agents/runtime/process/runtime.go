@@ -22,8 +22,11 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
 )
 
-// RuntimeName is what Version reports.
-const RuntimeName = "wheelhouse-process"
+// RuntimeName and Version are what Version reports.
+const (
+	RuntimeName = "wheelhouse-process"
+	Version     = "0.1.0"
+)
 
 // Runtime is the process runtime. Create it with New, serve its streaming
 // server with Start.
@@ -166,9 +169,9 @@ func (r *Runtime) StreamAddr() net.Addr { return r.listener.Addr() }
 // Version implements runtime.Versioner.
 func (r *Runtime) Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error) {
 	return &runtimeapi.VersionResponse{
-		Version:           "0.1.0",
+		Version:           Version,
 		RuntimeName:       RuntimeName,
-		RuntimeVersion:    "0.1.0",
+		RuntimeVersion:    Version,
 		RuntimeApiVersion: "v1",
 	}, nil
 }

@@ -28,7 +28,7 @@ type clusters struct{}
 
 func (clusters) Cluster(_ context.Context, id string) (kubeapi.Cluster, error) {
 	if slices.Contains(Clusters, id) {
-		return kubeapi.Cluster{ID: id, ServiceCIDR: "10.96.0.0/12"}, nil
+		return kubeapi.Cluster{ID: id, ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.0.0/16"}, nil
 	}
 	return kubeapi.Cluster{}, kubeapi.ErrClusterNotFound
 }
@@ -54,7 +54,14 @@ func (z *authz) Authorize(ctx context.Context, at kubeapi.Attributes) (bool, str
 // New is a real API on a real store with the built-in RBAC objects in clusters c1 and c2.
 func New(t testing.TB) (*kubeapi.API, *resources.Registry) {
 	t.Helper()
-	api, reg, stop, err := Start(t.Context(), pgtest.NewDatabase(t), slog.New(slog.DiscardHandler))
+	return NewWith(t, nil)
+}
+
+// NewWith is New with configure applied to the API's Config before it is built (a test's own Authenticator,
+// a Connector); configure may be nil.
+func NewWith(t testing.TB, configure func(*kubeapi.Config)) (*kubeapi.API, *resources.Registry) {
+	t.Helper()
+	api, reg, stop, err := start(t.Context(), pgtest.NewDatabase(t), slog.New(slog.DiscardHandler), configure)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +72,17 @@ func New(t testing.TB) (*kubeapi.API, *resources.Registry) {
 // Start is New outside tests (the perf harness): the API on the migrated database at dbURL, with the built-in
 // RBAC objects in clusters c1 and c2 and the real authorizer; stop closes the API and the store.
 func Start(ctx context.Context, dbURL string, log *slog.Logger) (api *kubeapi.API, reg *resources.Registry, stop func(), err error) {
+	return start(ctx, dbURL, log, nil)
+}
+
+func start(ctx context.Context, dbURL string, log *slog.Logger, configure func(*kubeapi.Config)) (api *kubeapi.API, reg *resources.Registry, stop func(), err error) {
 	st, err := store.Open(ctx, store.Config{URL: dbURL, PollInterval: 50 * time.Millisecond, Logger: log})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	z := &authz{}
 	reg = resources.Default()
-	api, err = kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusters{}, Authenticator: noTokens{},
+	cfg := kubeapi.Config{Storage: st, Registry: reg, Clusters: clusters{}, Authenticator: noTokens{},
 		Authorizer: z, Logger: log, ClusterObjects: func() []runtime.Object {
 			d := rbac.BootstrapDefaults()
 			var out []runtime.Object
@@ -82,7 +93,11 @@ func Start(ctx context.Context, dbURL string, log *slog.Logger) (api *kubeapi.AP
 				out = append(out, &d.ClusterRoleBindings[i])
 			}
 			return out
-		}})
+		}}
+	if configure != nil {
+		configure(&cfg)
+	}
+	api, err = kubeapi.New(cfg)
 	if err != nil {
 		st.Close()
 		return nil, nil, nil, err

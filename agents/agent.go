@@ -1,0 +1,176 @@
+// Package agents is the node agent, `wheelhouse agent`: it turns a Linux machine into a node of one cluster.
+// Run joins the cluster once (agents/join), then runs the kubelet (agents/kubelet: the Node, its Lease and
+// status, the pods bound to it, through a runtime from agents/runtime) and keeps the tunnel (agents/tunnel)
+// over which the server reaches the kubelet's API for logs, exec and port-forward. Only outbound connections:
+// the agent works behind NAT. See docs/design/agent.md.
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/join"
+	"github.com/wheelhouse-dev/wheelhouse/agents/kubelet"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process"
+	"github.com/wheelhouse-dev/wheelhouse/agents/tunnel"
+	"github.com/wheelhouse-dev/wheelhouse/version"
+)
+
+// Config is the agent's configuration (flags and WHEELHOUSE_* variables are bound in cmd/wheelhouse).
+type Config struct {
+	// Server is the server's base URL; Token a join token (needed on the first start only).
+	Server, Token string
+	// NodeName names the node (default: the host name, lower-cased).
+	NodeName string
+	// DataDir keeps the identity, the runtime's state, volumes and logs (default /var/lib/wheelhouse-agent).
+	DataDir string
+	// Runtime is "process" (host processes; the only one so far).
+	Runtime string
+	// NodeIP overrides the InternalIP guess.
+	NodeIP string
+	// Labels and Taints are added at registration.
+	Labels map[string]string
+	Taints []corev1.Taint
+	// InsecureHTTP allows an http:// server (local development).
+	InsecureHTTP bool
+	Logger       *slog.Logger
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Server == "":
+		return errors.New("agent: --server is required")
+	case c.DataDir == "":
+		return errors.New("agent: --data-dir is required")
+	case c.Runtime != "process":
+		return fmt.Errorf("agent: --runtime %q: this agent runs the process runtime (containerd comes later)", c.Runtime)
+	}
+	return nil
+}
+
+// DefaultNodeName is the host name, lower-cased (a node name must be a DNS subdomain).
+func DefaultNodeName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "node"
+	}
+	return strings.ToLower(h)
+}
+
+// Run runs the agent until ctx ends. Pods keep running when it returns; the next start adopts them.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = DefaultNodeName()
+	}
+	id, err := join.Join(ctx, join.Config{Server: cfg.Server, Token: cfg.Token, NodeName: cfg.NodeName,
+		DataDir: filepath.Join(cfg.DataDir, "identity"), InsecureHTTP: cfg.InsecureHTTP})
+	if err != nil {
+		return err
+	}
+	log = log.With("node", id.NodeName, "cluster", id.Cluster)
+	cs, err := kubernetes.NewForConfig(id.RESTConfig())
+	if err != nil {
+		return err
+	}
+	host, err := kubelet.ReadHost(cfg.DataDir, cfg.NodeIP)
+	if err != nil {
+		return err
+	}
+	node, err := kubelet.NewNode(cs, kubelet.NodeConfig{Name: id.NodeName, Labels: cfg.Labels, Taints: cfg.Taints,
+		KubeletVersion: version.Get().GitVersion, RuntimeVersion: process.RuntimeName + "://" + process.Version,
+		Host: func() (kubelet.Host, error) { return kubelet.ReadHost(cfg.DataDir, cfg.NodeIP) }, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := node.Register(ctx); err != nil {
+		return err
+	}
+	podNet, err := podNetwork(ctx, cs, id, cfg.DataDir, log)
+	if err != nil {
+		return err
+	}
+	defer podNet.Close()
+	rt, err := process.New(process.Config{StateDir: filepath.Join(cfg.DataDir, "runtime"), Network: podNet,
+		Logger: log.With("component", "runtime")})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: id.NodeName})
+	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, RuntimeName: "process",
+		DataDir: cfg.DataDir, NodeIP: func() string { return host.InternalIP }, Recorder: recorder, Logger: log.With("component", "pods")})
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := id.TLSConfig()
+	if err != nil {
+		return err
+	}
+	tunnelURL, err := connectURL(id.APIServer)
+	if err != nil {
+		return err
+	}
+	log.Info("agent running", "server", id.Server, "version", version.Get().GitVersion)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := rt.Start(ctx); err != nil && ctx.Err() == nil {
+			log.Error("the runtime's streaming server stopped", "err", err)
+		}
+	})
+	wg.Go(func() { node.Run(ctx) })
+	wg.Go(func() { syncRoutes(ctx, cs, podNet, id.NodeName, log) })
+	wg.Go(func() {
+		if err := pods.Run(ctx); err != nil {
+			log.Error("the pod manager stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		err := tunnel.Serve(ctx, tunnel.Config{URL: tunnelURL, Token: id.Credential, TLS: tlsCfg, Handler: pods.APIHandler(),
+			Logger: log.With("component", "tunnel")})
+		if err != nil && ctx.Err() == nil {
+			log.Error("the tunnel stopped", "err", err)
+		}
+	})
+	wg.Wait()
+	return nil
+}
+
+// connectURL is the tunnel endpoint of the cluster API at apiServer (https → wss).
+func connectURL(apiServer string) (string, error) {
+	u, err := url.Parse(apiServer)
+	if err != nil {
+		return "", err
+	}
+	switch u.Scheme {
+	case "https":
+		u.Scheme = "wss"
+	case "http":
+		u.Scheme = "ws"
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + "/agent/connect"
+	return u.String(), nil
+}

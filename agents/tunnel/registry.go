@@ -1,0 +1,192 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/hashicorp/yamux"
+)
+
+// ErrNotConnected is returned by DialContext when the node has no tunnel to this server.
+var ErrNotConnected = errors.New("tunnel: the node's agent is not connected")
+
+// ErrBrowserOrigin is returned by Accept for a request with an Origin header.
+var ErrBrowserOrigin = errors.New("tunnel: a browser origin may not connect as an agent")
+
+// RegistryConfig configures the server's end of the tunnels.
+type RegistryConfig struct {
+	Logger *slog.Logger
+	// Keepalive is the websocket ping interval (default DefaultKeepalive).
+	Keepalive time.Duration
+}
+
+// Key names one node of one cluster.
+type Key struct{ Cluster, Node string }
+
+// Registry is the server's end: the live tunnel of each (cluster, node), through which it opens streams to the
+// node's kubelet API. Safe for concurrent use.
+type Registry struct {
+	cfg      RegistryConfig
+	log      *slog.Logger
+	upgrader websocket.Upgrader
+
+	mu       sync.Mutex // guards sessions and closed; held only for map operations, never across I/O
+	sessions map[Key]*yamux.Session
+	closed   bool
+}
+
+// NewRegistry makes an empty Registry.
+func NewRegistry(cfg RegistryConfig) *Registry {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Keepalive <= 0 {
+		cfg.Keepalive = DefaultKeepalive
+	}
+	r := &Registry{cfg: cfg, log: cfg.Logger, sessions: map[Key]*yamux.Session{}}
+	r.upgrader = websocket.Upgrader{Subprotocols: []string{Subprotocol}, HandshakeTimeout: 10 * time.Second,
+		ReadBufferSize: 32 << 10, WriteBufferSize: 32 << 10,
+		CheckOrigin: func(r *http.Request) bool { return r.Header.Get("Origin") == "" }}
+	return r
+}
+
+// Accept upgrades an agent's connect request, already authenticated as node of cluster, to the tunnel of
+// (cluster, node), replacing (and closing) any tunnel the key had. It blocks until the tunnel closes and returns
+// nil then. A request with an Origin header gets 403 and ErrBrowserOrigin; one that does not offer Subprotocol
+// gets 400; a failed upgrade has been answered by the upgrader and its error is returned.
+func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster, node string) error {
+	if req.Header.Get("Origin") != "" {
+		http.Error(w, "a browser origin may not connect as an agent", http.StatusForbidden)
+		return ErrBrowserOrigin
+	}
+	if !offers(req, Subprotocol) {
+		http.Error(w, "the tunnel needs websocket subprotocol "+Subprotocol, http.StatusBadRequest)
+		return fmt.Errorf("tunnel: node %s of cluster %s did not offer subprotocol %s", node, cluster, Subprotocol)
+	}
+	ws, err := r.upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		return fmt.Errorf("tunnel: upgrade for node %s of cluster %s: %w", node, cluster, err)
+	}
+	k := Key{cluster, node}
+	log := r.log.With("cluster", cluster, "node", node, "remote", req.RemoteAddr)
+	conn := newWSConn(ws, r.cfg.Keepalive)
+	sess, err := yamux.Client(conn, yamuxConfig(r.cfg.Keepalive, log))
+	if err != nil {
+		_ = conn.Close()
+		return err
+	}
+	if !r.register(k, sess) {
+		_ = sess.Close()
+		return nil
+	}
+	log.Info("agent connected")
+	start := time.Now()
+	<-sess.CloseChan()
+	_ = conn.Close()
+	r.remove(k, sess)
+	log.Info("agent disconnected", "up", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// register makes sess the tunnel of k, closing the one it replaces; false once the Registry is closed.
+func (r *Registry) register(k Key, sess *yamux.Session) bool {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return false
+	}
+	old := r.sessions[k]
+	r.sessions[k] = sess
+	r.mu.Unlock()
+	if old != nil {
+		r.log.Info("agent reconnected; closing its previous tunnel", "cluster", k.Cluster, "node", k.Node)
+		_ = old.Close()
+	}
+	return true
+}
+
+// remove forgets sess as k's tunnel unless a newer one replaced it.
+func (r *Registry) remove(k Key, sess *yamux.Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sessions[k] == sess {
+		delete(r.sessions, k)
+	}
+}
+
+func (r *Registry) session(cluster, node string) *yamux.Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessions[Key{cluster, node}]
+}
+
+// Connected reports whether (cluster, node) has a tunnel to this server.
+func (r *Registry) Connected(cluster, node string) bool {
+	s := r.session(cluster, node)
+	return s != nil && !s.IsClosed()
+}
+
+// DialContext opens a stream to the kubelet API of node in cluster: a net.Conn carrying one HTTP/1.1
+// connection. Without a tunnel for the key (or when it has just closed) it fails at once with an error that
+// wraps ErrNotConnected; it never waits for an agent to connect.
+func (r *Registry) DialContext(ctx context.Context, cluster, node string) (net.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := r.session(cluster, node)
+	if s == nil {
+		return nil, fmt.Errorf("node %s of cluster %s: %w", node, cluster, ErrNotConnected)
+	}
+	c, err := s.OpenStream()
+	if errors.Is(err, yamux.ErrSessionShutdown) {
+		return nil, fmt.Errorf("node %s of cluster %s: %w", node, cluster, ErrNotConnected)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tunnel: open a stream to node %s of cluster %s: %w", node, cluster, err)
+	}
+	return c, nil
+}
+
+// Transport is an HTTP transport to the kubelet API of node in cluster: each request runs on a stream of its
+// own (streams cost one frame, so nothing is pooled) and upgrades (SPDY, websocket) work. Request URLs need a
+// host, which is ignored. Errors wrap ErrNotConnected when the node has no tunnel.
+func (r *Registry) Transport(cluster, node string) http.RoundTripper {
+	return &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return r.DialContext(ctx, cluster, node)
+		},
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+		ForceAttemptHTTP2:  false,
+		Proxy:              nil,
+	}
+}
+
+// Close closes every tunnel and refuses new ones (at server shutdown; agents reconnect to another replica).
+func (r *Registry) Close() {
+	r.mu.Lock()
+	r.closed = true
+	sessions := r.sessions
+	r.sessions = map[Key]*yamux.Session{}
+	r.mu.Unlock()
+	for _, s := range sessions {
+		_ = s.Close()
+	}
+}
+
+// offers reports whether the websocket request offers subprotocol p.
+func offers(req *http.Request, p string) bool {
+	for _, o := range websocket.Subprotocols(req) {
+		if o == p {
+			return true
+		}
+	}
+	return false
+}

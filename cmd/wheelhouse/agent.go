@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents"
+)
+
+// agentFlags are `wheelhouse agent`'s flags before they become an agents.Config.
+type agentFlags struct {
+	server, token, nodeName, dataDir, runtime, nodeIP, logLevel string
+	labels, taints                                              []string
+	insecureHTTP                                                bool
+}
+
+func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func(context.Context, agents.Config) error) *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run this machine as a node of a cluster",
+		Long: "Run this machine as a node of one cluster: join it with a join token (first start only; the node's " +
+			"credential is kept in the data dir), register the Node, run the pods bound to it and keep the tunnel " +
+			"the server reaches the node through. Every flag has an environment variable (WHEELHOUSE_*), which the " +
+			"install script's environment file sets.",
+		Args: cobra.NoArgs,
+	}
+	fl := cmd.Flags()
+	strs := []struct {
+		p             *string
+		name, env, dv string
+		usage         string
+	}{
+		{&f.server, "server", "WHEELHOUSE_SERVER", "", "the server's URL (https://host:port)"},
+		{&f.token, "token", "WHEELHOUSE_TOKEN", "", "a join token (K10...::id.secret); needed on the first start only"},
+		{&f.nodeName, "node-name", "WHEELHOUSE_NODE_NAME", "", "the node's name (default: the host name)"},
+		{&f.dataDir, "data-dir", "WHEELHOUSE_AGENT_DATA_DIR", "/var/lib/wheelhouse-agent", "the agent's state: identity, runtime, volumes, logs"},
+		{&f.runtime, "runtime", "WHEELHOUSE_RUNTIME", "process", "container runtime: process"},
+		{&f.nodeIP, "node-ip", "WHEELHOUSE_NODE_IP", "", "the address other nodes reach this one on (default: the default route's source address)"},
+		{&f.logLevel, "log-level", "WHEELHOUSE_LOG_LEVEL", "info", "log level: debug, info, warn or error"},
+	}
+	for _, s := range strs {
+		fl.StringVar(s.p, s.name, s.dv, s.usage+" (env "+s.env+")")
+	}
+	fl.StringArrayVar(&f.labels, "label", nil, "a label k=v for the node at registration (repeatable; env WHEELHOUSE_NODE_LABELS, comma-separated)")
+	fl.StringArrayVar(&f.taints, "taint", nil, "a taint k=v:Effect for the node at registration (repeatable; env WHEELHOUSE_NODE_TAINTS, comma-separated)")
+	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "allow an http:// server URL (local development only)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		for _, s := range strs {
+			if v := getenv(s.env); v != "" && !cmd.Flags().Changed(s.name) {
+				*s.p = v
+			}
+		}
+		if v := getenv("WHEELHOUSE_NODE_LABELS"); v != "" && !cmd.Flags().Changed("label") {
+			f.labels = strings.Split(v, ",")
+		}
+		if v := getenv("WHEELHOUSE_NODE_TAINTS"); v != "" && !cmd.Flags().Changed("taint") {
+			f.taints = strings.Split(v, ",")
+		}
+		cfg, err := f.config(stderr)
+		if err != nil {
+			return err
+		}
+		return runAgent(cmd.Context(), cfg)
+	}
+	return cmd
+}
+
+// config checks the flags and builds the agent's configuration.
+func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return agents.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	cfg := agents.Config{Server: f.server, Token: f.token, NodeName: f.nodeName, DataDir: f.dataDir, Runtime: f.runtime,
+		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Labels: map[string]string{},
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+	if errs := validation.IsDNS1123Subdomain(f.nodeName); f.nodeName != "" && len(errs) > 0 {
+		return cfg, fmt.Errorf("--node-name %q: %s", f.nodeName, strings.Join(errs, "; "))
+	}
+	for _, l := range f.labels {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+		if !ok {
+			return cfg, fmt.Errorf("--label %q: want key=value", l)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return cfg, fmt.Errorf("--label %q: %s", l, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return cfg, fmt.Errorf("--label %q: %s", l, strings.Join(errs, "; "))
+		}
+		cfg.Labels[k] = v
+	}
+	for _, t := range f.taints {
+		taint, err := parseTaint(strings.TrimSpace(t))
+		if err != nil {
+			return cfg, fmt.Errorf("--taint %q: %w", t, err)
+		}
+		cfg.Taints = append(cfg.Taints, taint)
+	}
+	return cfg, cfg.Validate()
+}
+
+// parseTaint reads key[=value]:Effect, as kubectl taint and kubelet's --register-with-taints.
+func parseTaint(s string) (corev1.Taint, error) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return corev1.Taint{}, fmt.Errorf("want key=value:Effect")
+	}
+	k, v, _ := strings.Cut(kv, "=")
+	switch e := corev1.TaintEffect(effect); e {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return corev1.Taint{}, fmt.Errorf("effect %q: want NoSchedule, PreferNoSchedule or NoExecute", effect)
+	}
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return corev1.Taint{}, fmt.Errorf("key %q: %s", k, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		return corev1.Taint{}, fmt.Errorf("value %q: %s", v, strings.Join(errs, "; "))
+	}
+	return corev1.Taint{Key: k, Value: v, Effect: corev1.TaintEffect(effect)}, nil
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents"
+)
+
+// parseAgent runs `wheelhouse agent args...` with env and returns the configuration it would run with.
+func parseAgent(env map[string]string, args ...string) (agents.Config, error) {
+	var got agents.Config
+	root := newRootCommand(func(k string) string { return env[k] }, &bytes.Buffer{}, nil)
+	for _, c := range root.Commands() {
+		if c.Name() == "agent" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(newAgentCommand(func(k string) string { return env[k] }, &bytes.Buffer{},
+		func(_ context.Context, cfg agents.Config) error { got = cfg; return nil }))
+	root.SetArgs(append([]string{"agent"}, args...))
+	err := root.ExecuteContext(context.Background())
+	got.Logger = nil
+	return got, err
+}
+
+func TestAgentFlags(t *testing.T) {
+	got, err := parseAgent(map[string]string{"WHEELHOUSE_TOKEN": "K10::abc123.secret", "WHEELHOUSE_NODE_LABELS": "ignored=yes"},
+		"--server", "https://wh.example:8443", "--node-name", "rack1-a", "--label", "pool=blue", "--label", "zone=a",
+		"--taint", "dedicated=gpu:NoSchedule", "--taint", "spot:PreferNoSchedule")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agents.Config{Server: "https://wh.example:8443", Token: "K10::abc123.secret", NodeName: "rack1-a",
+		DataDir: "/var/lib/wheelhouse-agent", Runtime: "process", Labels: map[string]string{"pool": "blue", "zone": "a"},
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("config (-want +got):\n%s", diff)
+	}
+	fromEnv, err := parseAgent(map[string]string{"WHEELHOUSE_SERVER": "https://s:1", "WHEELHOUSE_NODE_LABELS": "a=1,b=2",
+		"WHEELHOUSE_NODE_TAINTS": "x=y:NoExecute"})
+	if err != nil || fromEnv.Labels["b"] != "2" || len(fromEnv.Taints) != 1 || fromEnv.Taints[0].Effect != corev1.TaintEffectNoExecute {
+		t.Fatalf("from the environment: %+v %v", fromEnv, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--server is required"},
+		{[]string{"--server", "https://s", "--taint", "k=v:Sometimes"}, `effect "Sometimes"`},
+		{[]string{"--server", "https://s", "--taint", "novalue"}, "want key=value:Effect"},
+		{[]string{"--server", "https://s", "--label", "bad label=x"}, `--label "bad label=x"`},
+		{[]string{"--server", "https://s", "--label", "nolabel"}, "want key=value"},
+		{[]string{"--server", "https://s", "--node-name", "Bad_Name"}, `--node-name "Bad_Name"`},
+		{[]string{"--server", "https://s", "--runtime", "docker"}, `--runtime "docker"`},
+		{[]string{"--server", "https://s", "--log-level", "loud"}, "--log-level"},
+	} {
+		if _, err := parseAgent(nil, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("agent %v: %v, want an error mentioning %s", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package agentapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/tunnel"
+	"github.com/wheelhouse-dev/wheelhouse/rbac"
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
+)
+
+// Authenticator checks a bearer token for a request to cluster (the Kubernetes API's, which maps node
+// credentials to system:node:<name>).
+type Authenticator interface {
+	AuthenticateToken(ctx context.Context, cluster, token string) (kubeapi.User, error)
+}
+
+// Config configures the agent endpoints.
+type Config struct {
+	Authenticator Authenticator
+	// Tunnels holds this server's agent tunnels.
+	Tunnels *tunnel.Registry
+	Logger  *slog.Logger
+}
+
+// Validate reports a Config that cannot work.
+func (c *Config) Validate() error {
+	if c.Authenticator == nil || c.Tunnels == nil {
+		return errors.New("agentapi: Authenticator and Tunnels are required")
+	}
+	return nil
+}
+
+// API serves the agent endpoints and proxies connect subresources to agents.
+type API struct {
+	cfg Config
+	log *slog.Logger
+}
+
+var _ kubeapi.Connector = (*API)(nil)
+
+// New builds the API.
+func New(cfg Config) (*API, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &API{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Register mounts the agent endpoints on e (beside the Kubernetes API's /clusters/:cluster/*, which the
+// static route outranks).
+func (a *API) Register(e *echo.Echo) {
+	e.GET("/clusters/:cluster/agent/connect", a.connect)
+}
+
+// connect authenticates a node agent and turns its request into the node's tunnel; it returns when the tunnel
+// closes.
+func (a *API) connect(c echo.Context) error {
+	r, w, cluster := c.Request(), c.Response(), c.Param("cluster")
+	node, err := a.authenticateNode(r, cluster)
+	if err != nil {
+		writeStatus(w, err)
+		return nil
+	}
+	if err := a.cfg.Tunnels.Accept(w, r, cluster, node); err != nil {
+		a.log.WarnContext(r.Context(), "agent tunnel refused", "cluster", cluster, "node", node, "err", err)
+	}
+	return nil
+}
+
+// authenticateNode returns the node whose credential authenticates r for cluster, or the error to answer.
+func (a *API) authenticateNode(r *http.Request, cluster string) (string, error) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token = strings.TrimSpace(token)
+	if !ok || token == "" {
+		return "", apierrors.NewUnauthorized("Unauthorized: a node credential is required")
+	}
+	u, err := a.cfg.Authenticator.AuthenticateToken(r.Context(), cluster, token)
+	switch {
+	case errors.Is(err, kubeapi.ErrUnauthenticated):
+		return "", apierrors.NewUnauthorized("Unauthorized")
+	case errors.Is(err, kubeapi.ErrClusterNotFound):
+		return "", apierrors.NewNotFound(schema.GroupResource{Resource: "clusters"}, cluster)
+	case err != nil:
+		a.log.ErrorContext(r.Context(), "authenticating an agent failed", "cluster", cluster, "err", err)
+		return "", apierrors.NewInternalError(errors.New("the server could not authenticate the agent; its log has the details"))
+	}
+	node, ok := strings.CutPrefix(u.Name, rbac.NodeUserPrefix)
+	if !ok || node == "" || !slices.Contains(u.Groups, rbac.NodesGroup) {
+		msg := fmt.Sprintf("User %q cannot connect as a node agent: only node credentials may", u.Name)
+		return "", apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New(msg))
+	}
+	return node, nil
+}
+
+// writeStatus answers err as a JSON Status.
+func writeStatus(w http.ResponseWriter, err error) {
+	var se apierrors.APIStatus
+	st := metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Reason: metav1.StatusReasonInternalError, Message: "Internal error occurred"}
+	if errors.As(err, &se) {
+		st = se.Status()
+	}
+	st.Kind, st.APIVersion = "Status", "v1"
+	b, _ := json.Marshal(&st)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(st.Code))
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,18 @@
+// Package agentapi is the server's side of its node agents (docs/design/agent.md): the endpoint agents keep
+// their tunnel open on, and the proxy through those tunnels of the Kubernetes subresources that reach a
+// kubelet.
+//
+//   - GET /clusters/<id>/agent/connect: authenticated with the same Authenticator as the Kubernetes API; only a
+//     node credential of that cluster (user system:node:<name> in group system:nodes) may connect, as that node
+//     (anyone else: 403). The request is then the node's tunnel (agents/tunnel.Registry.Accept).
+//   - The Kubernetes API (server/kubeapi) authenticates, authorizes and reads the pod or node of pods/log,
+//     pods/exec, pods/attach, pods/portforward and nodes/proxy, then calls API.Connect, which picks the
+//     container as upstream does and reverse-proxies to the kubelet path kube-apiserver would use
+//     (/containerLogs, /exec, /attach, /portForward, /<path>) over the node's tunnel, upgrades (SPDY, websocket)
+//     passing through untouched.
+//
+// Tenancy: a tunnel is keyed by the cluster of the URL its credential was accepted for and the node the
+// credential names, and a proxied request goes to the tunnel keyed by the cluster of its own URL; so a node of
+// one cluster can never be reached through another. The caller's credentials (Authorization, cookies,
+// impersonation headers) are never forwarded to a node.
+package agentapi
