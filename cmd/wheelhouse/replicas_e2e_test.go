@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
 )
@@ -172,9 +173,18 @@ func TestControllersFailOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
-		corev1.ResourcePods: resource.MustParse("110")}
-	if _, err := ca.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// The node IPAM controller may write the node (its pod CIDR) meanwhile: retry on conflict, as an agent does.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := ca.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+			corev1.ResourcePods: resource.MustParse("110")}
+		_, err = ca.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	deploy := func(c kubernetes.Interface, name string) {
