@@ -176,10 +176,19 @@ func (n *Node) Run(ctx context.Context) {
 	}
 }
 
-// postStatus posts the status computed from h when it differs from the last one posted (heartbeats aside) or
-// the report interval has passed, or always with force.
+// postStatus posts the status computed from h when it differs from the Node's in the API (heartbeats aside) or
+// the report interval has passed, or always with force. It compares with the API's, as upstream's kubelet,
+// not with what it posted last: the node lifecycle controller may have set Ready to Unknown meanwhile (the
+// server was unreachable), and only this post makes the node Ready again.
 func (n *Node) postStatus(ctx context.Context, h Host, force bool) error {
 	now := n.cfg.Clock.Now()
+	if !force {
+		cur, err := n.cs.CoreV1().Nodes().Get(ctx, n.cfg.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("kubelet: node status: %w", err)
+		}
+		n.node = cur
+	}
 	for attempt := 0; ; attempt++ {
 		next := n.node.DeepCopy()
 		n.setStatus(&next.Status, h, now)
@@ -222,7 +231,7 @@ func (n *Node) setStatus(st *corev1.NodeStatus, h Host, now time.Time) {
 	st.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.InternalIP}, {Type: corev1.NodeHostName, Address: h.Hostname}}
 	st.NodeInfo = corev1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.MachineID, BootID: h.BootID,
 		KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: n.cfg.RuntimeVersion,
-		KubeletVersion: n.cfg.KubeletVersion, KubeProxyVersion: n.cfg.KubeletVersion, OperatingSystem: "linux", Architecture: h.Arch}
+		KubeletVersion: n.cfg.KubeletVersion, OperatingSystem: "linux", Architecture: h.Arch}
 	hb := metav1.NewTime(now)
 	set := func(t corev1.NodeConditionType, on bool, onReason, onMsg, offReason, offMsg string) {
 		c := corev1.NodeCondition{Type: t, Status: corev1.ConditionFalse, Reason: offReason, Message: offMsg, LastHeartbeatTime: hb, LastTransitionTime: hb}
