@@ -10,7 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/join"
 	"github.com/wheelhouse-dev/wheelhouse/agents/network"
@@ -62,16 +65,37 @@ func podNetwork(ctx context.Context, cs kubernetes.Interface, id *join.Identity,
 	return n, nil
 }
 
-// syncRoutes keeps host-gw routes to the other nodes' pod CIDRs via their InternalIPs, every 10 s.
+// syncRoutes keeps host-gw routes to the other nodes' pod CIDRs via their InternalIPs: at once when a Node is
+// added, changed or deleted (a node that joins is reachable as soon as it has its pod CIDR and address), and
+// every 10 s to repair routes someone else removed.
 func syncRoutes(ctx context.Context, cs kubernetes.Interface, n *network.Network, self string, log *slog.Logger) {
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	defer factory.Shutdown()
+	nodes := factory.Core().V1().Nodes()
+	changed := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case changed <- struct{}{}:
+		default: // a sync is already due
+		}
+	}
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() }, DeleteFunc: func(any) { poke() }}); err != nil {
+		log.Error("cannot watch the nodes for routes", "err", err)
+		return
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
+		return
+	}
 	t := time.NewTicker(10 * time.Second)
 	defer t.Stop()
 	for {
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		all, err := nodes.Lister().List(labels.Everything())
 		if err == nil {
 			peers := map[netip.Prefix]netip.Addr{}
-			for i := range nodes.Items {
-				if p, a, ok := peerRoute(&nodes.Items[i], self); ok {
+			for _, node := range all {
+				if p, a, ok := peerRoute(node, self); ok {
 					peers[p] = a
 				}
 			}
@@ -83,6 +107,7 @@ func syncRoutes(ctx context.Context, cs kubernetes.Interface, n *network.Network
 		select {
 		case <-ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
 		}
 	}

@@ -136,7 +136,11 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	newScheduler := func(events *controllers.Events) (*scheduler.Scheduler, error) {
 		return scheduler.New(scheduler.Deps{API: api, Registry: reg, Logger: log, Config: schedCfg, Recorder: events.For})
 	}
+	// They stop as soon as the server begins to shut down, not after the HTTP drain: while it drains, the
+	// listener refuses the agents' lease renewals, and the node lifecycle controller would take their nodes
+	// for lost and evict their pods.
 	ctrlCtx, stopCtrl := context.WithCancel(context.WithoutCancel(ctx))
+	context.AfterFunc(ctx, stopCtrl)
 	ctrlDone := make(chan struct{})
 	go func() {
 		defer close(ctrlDone)

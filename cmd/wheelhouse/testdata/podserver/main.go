@@ -1,0 +1,130 @@
+// Command podserver is the container program of the agent e2e test (agent_e2e_test.go): the process runtime
+// runs host binaries, so the test builds this one and names it in its pods' commands. It has no dependencies
+// on the host's tools.
+//
+//	podserver serve [-listen :8080] [-unready] [-healthy-for 2s]  HTTP: / greets, /healthz, /ready, /ready/on
+//	podserver get URL                                            prints the body; fails unless 2xx
+//	podserver tick                                               prints "tick N" every 200 ms
+//	podserver hog                                                allocates memory until killed
+//	podserver crash                                              prints a line and exits 3
+//	podserver cat                                                copies stdin to stdout
+//	podserver echo WORDS...                                      prints the words
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: podserver serve|get|tick|hog|crash|cat|echo ...")
+		os.Exit(2)
+	}
+	args := os.Args[2:]
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(args)
+	case "get":
+		err = get(args)
+	case "tick":
+		for i := 0; ; i++ {
+			fmt.Printf("tick %d\n", i)
+			time.Sleep(200 * time.Millisecond)
+		}
+	case "hog":
+		hog()
+	case "crash":
+		fmt.Println("crashing on purpose")
+		os.Exit(3)
+	case "cat":
+		_, err = io.Copy(os.Stdout, os.Stdin)
+	case "echo":
+		fmt.Println(strings.Join(args, " "))
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "podserver:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	listen := fs.String("listen", ":8080", "address to listen on")
+	unready := fs.Bool("unready", false, "answer /ready with 503 until /ready/on is called")
+	healthyFor := fs.Duration("healthy-for", 0, "answer /healthz with 500 after this long (0: always healthy)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ready atomic.Bool
+	ready.Store(!*unready)
+	start := time.Now()
+	name := os.Getenv("POD_NAME")
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from %s\n", name)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if *healthyFor > 0 && time.Since(start) > *healthyFor {
+			http.Error(w, "sick", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("/ready/on", func(w http.ResponseWriter, r *http.Request) {
+		ready.Store(true)
+		fmt.Fprintln(w, "ready now")
+	})
+	fmt.Printf("serving on %s as %s\n", *listen, name)
+	return http.ListenAndServe(*listen, mux)
+}
+
+func get(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: podserver get URL")
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	res, err := client.Get(args[0])
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if _, err := io.Copy(os.Stdout, res.Body); err != nil {
+		return err
+	}
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("GET %s: %s", args[0], res.Status)
+	}
+	return nil
+}
+
+// hog allocates and touches memory, 1 MiB at a time, keeping all of it, until the kernel kills it.
+func hog() {
+	var kept [][]byte
+	for i := 1; ; i++ {
+		b := make([]byte, 1<<20)
+		for j := range b {
+			b[j] = byte(j)
+		}
+		kept = append(kept, b)
+		if i%8 == 0 {
+			fmt.Printf("holding %d MiB\n", i)
+		}
+	}
+}
