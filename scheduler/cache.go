@@ -210,6 +210,7 @@ func (c *clusterCache) displaceNominated(node string, priority int32) []*corev1.
 func (c *clusterCache) snapshot() *framework.Snapshot {
 	if c.dirty || c.snap == nil {
 		c.snap = framework.NewSnapshot(c.id, c.list(), c.namespaceLabels)
+		c.snap.Nominated = func(node string) []*framework.PodInfo { return c.nominated[node] } // read under c.mu
 	}
 	return c.snap
 }

@@ -513,35 +513,10 @@ func (s *Scheduler) schedulePod(ctx context.Context, fw *framework.Framework, c 
 	return r
 }
 
-// filterWithNominated runs the filters on a node as if the pending pods nominated to it with at least the
-// pod's priority were already there (so preemption's freed room is not taken by someone less important).
+// filterWithNominated runs the filters on a node counting the pods nominated to it (see the framework's
+// RunFilterPluginsWithNominatedPods).
 func (s *Scheduler) filterWithNominated(ctx context.Context, fw *framework.Framework, c *clusterCache, state *framework.CycleState, pi *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	nominated := c.nominated[n.Name()]
-	if len(nominated) == 0 {
-		return fw.RunFilterPlugins(ctx, state, pi, n)
-	}
-	prio := podPriority(pi.Pod)
-	var with *framework.NodeInfo
-	var st2 *framework.CycleState
-	for _, np := range nominated {
-		if np.Pod.UID == pi.Pod.UID || podPriority(np.Pod) < prio {
-			continue
-		}
-		if with == nil {
-			with, st2 = n.Clone(), state.Clone()
-		}
-		with.AddPod(np)
-		if s := fw.RunPreFilterExtensionAddPod(ctx, st2, pi, np, with); !s.IsSuccess() {
-			return s
-		}
-	}
-	if with == nil {
-		return fw.RunFilterPlugins(ctx, state, pi, n)
-	}
-	if st := fw.RunFilterPlugins(ctx, st2, pi, with); !st.IsSuccess() {
-		return st
-	}
-	return fw.RunFilterPlugins(ctx, state, pi, n)
+	return fw.RunFilterPluginsWithNominatedPods(ctx, state, pi, n, c.nominated[n.Name()])
 }
 
 func podPriority(p *corev1.Pod) int32 {

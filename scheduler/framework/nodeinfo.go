@@ -204,6 +204,16 @@ type Snapshot struct {
 	byName map[string]*NodeInfo
 	// NamespaceLabels gives the labels of a namespace (for affinity namespaceSelectors); nil: none known.
 	NamespaceLabels func(namespace string) labels.Set
+	// Nominated gives the pending pods preemption nominated to a node (valid during the cycle); nil: none.
+	Nominated func(node string) []*PodInfo
+}
+
+// NominatedPods is the pods nominated to a node.
+func (s *Snapshot) NominatedPods(node string) []*PodInfo {
+	if s == nil || s.Nominated == nil {
+		return nil
+	}
+	return s.Nominated(node)
 }
 
 // NewSnapshot indexes nodes by name.

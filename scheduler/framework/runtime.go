@@ -123,6 +123,40 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 	return nil
 }
 
+// RunFilterPluginsWithNominatedPods runs the filters on node as if the pending pods nominated to it with at
+// least the pod's priority were already there (so the room preemption freed is not taken by someone less
+// important), and, when there were such pods, once more without them (a nominee may never arrive), as upstream.
+func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo, nominated []*PodInfo) *Status {
+	prio := podPriority(pod)
+	var with *NodeInfo
+	var withState *CycleState
+	for _, np := range nominated {
+		if np.Pod.UID == pod.Pod.UID || podPriority(np) < prio {
+			continue
+		}
+		if with == nil {
+			with, withState = node.Clone(), state.Clone()
+		}
+		with.AddPod(np)
+		if st := f.RunPreFilterExtensionAddPod(ctx, withState, pod, np, with); !st.IsSuccess() {
+			return st
+		}
+	}
+	if with != nil {
+		if st := f.RunFilterPlugins(ctx, withState, pod, with); !st.IsSuccess() {
+			return st
+		}
+	}
+	return f.RunFilterPlugins(ctx, state, pod, node)
+}
+
+func podPriority(p *PodInfo) int32 {
+	if p.Pod.Spec.Priority != nil {
+		return *p.Pod.Spec.Priority
+	}
+	return 0
+}
+
 // RunPreFilterExtensionAddPod tells the PreFilter plugins that add runs on node (preemption's what-if).
 func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, pod *PodInfo, add *PodInfo, node *NodeInfo) *Status {
 	skip := skippedIn(state)

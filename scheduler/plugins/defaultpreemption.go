@@ -109,7 +109,7 @@ func (p *defaultPreemption) preempt(ctx context.Context, state *framework.CycleS
 	statuses := framework.NodeToStatus{}
 	if len(potential) > 0 {
 		var err error
-		cands, statuses, err = p.dryRun(ctx, state, pod, potential, p.h.PodDisruptionBudgets(snap.Cluster))
+		cands, statuses, err = p.dryRun(ctx, state, pod, potential, p.h.PodDisruptionBudgets(snap.Cluster), snap.NominatedPods)
 		if err != nil && len(cands) == 0 {
 			return nil, framework.AsStatus(err)
 		}
@@ -195,7 +195,7 @@ func dpOffset(uid string, n int) int {
 // candidates including one that violates no PDB. Candidates violating no PDB come first. statuses are the
 // verdicts of the nodes that are not candidates.
 func (p *defaultPreemption) dryRun(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, potential []*framework.NodeInfo,
-	pdbs []*policyv1.PodDisruptionBudget) ([]dpCandidate, framework.NodeToStatus, error) {
+	pdbs []*policyv1.PodDisruptionBudget, nominated func(node string) []*framework.PodInfo) ([]dpCandidate, framework.NodeToStatus, error) {
 	want := p.numCandidates(len(potential))
 	offset := dpOffset(string(pod.Pod.UID), len(potential))
 	statuses := framework.NodeToStatus{}
@@ -213,7 +213,7 @@ func (p *defaultPreemption) dryRun(ctx context.Context, state *framework.CycleSt
 		start += len(batch)
 		results := make([]dpResult, len(batch))
 		p.h.Parallel(ctx, len(batch), func(i int) {
-			results[i] = p.selectVictims(ctx, state.Clone(), pod, batch[i].Clone(), pdbs)
+			results[i] = p.selectVictims(ctx, state.Clone(), pod, batch[i].Clone(), pdbs, nominated(batch[i].Name()))
 		})
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err // some results are missing
@@ -241,9 +241,11 @@ func (p *defaultPreemption) dryRun(ctx context.Context, state *framework.CycleSt
 
 // selectVictims dry-runs preemption on node (a clone, with state a clone): remove every lower-priority pod;
 // if the pod then fits, put them back most important first (those whose eviction would violate a PDB before
-// the others), keeping each that still lets the pod fit. The rest are the victims, most important first.
+// the others), keeping each that still lets the pod fit. The rest are the victims, most important first. Fit
+// counts the pods nominated to the node with at least the pod's priority, as the filters did (upstream's
+// RunFilterPluginsWithNominatedPods): otherwise room already promised to a nominee looks free.
 func (p *defaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo,
-	pdbs []*policyv1.PodDisruptionBudget) dpResult {
+	pdbs []*policyv1.PodDisruptionBudget, nominated []*framework.PodInfo) dpResult {
 	prio := corev1helpers.PodPriority(pod.Pod)
 	var potential []*framework.PodInfo
 	for _, pi := range node.Pods {
@@ -259,7 +261,7 @@ func (p *defaultPreemption) selectVictims(ctx context.Context, state *framework.
 			return dpResult{st: st}
 		}
 	}
-	if st := p.h.RunFilterPlugins(ctx, state, pod, node); !st.IsSuccess() {
+	if st := p.h.RunFilterPluginsWithNominatedPods(ctx, state, pod, node, nominated); !st.IsSuccess() {
 		return dpResult{st: st}
 	}
 	sort.SliceStable(potential, func(i, j int) bool { return dpMoreImportant(potential[i].Pod, potential[j].Pod) })
@@ -271,7 +273,7 @@ func (p *defaultPreemption) selectVictims(ctx context.Context, state *framework.
 		if st := p.h.RunPreFilterExtensionAddPod(ctx, state, pod, pi, node); !st.IsSuccess() {
 			return false, st
 		}
-		if p.h.RunFilterPlugins(ctx, state, pod, node).IsSuccess() {
+		if p.h.RunFilterPluginsWithNominatedPods(ctx, state, pod, node, nominated).IsSuccess() {
 			return false, nil
 		}
 		r.victims = append(r.victims, pi.Pod)

@@ -70,6 +70,7 @@ func TestDefaultPreemption(t *testing.T) {
 		nodes       func(t *testing.T) []*framework.NodeInfo
 		pdbs        []*policyv1.PodDisruptionBudget
 		deleteErr   error
+		nominees    map[string][]*corev1.Pod // pending pods nominated to nodes
 		wantNode    string
 		wantStatus  string
 		wantDeleted []string
@@ -239,6 +240,23 @@ func TestDefaultPreemption(t *testing.T) {
 		},
 		wantNode: "n1", wantDeleted: []string{"default/w1"},
 	}, {
+		// The filters count the nominee's 3 CPUs; without it the dry run saw the node fit with no victim.
+		name: "room promised to a nominee of equal priority is not free",
+		pod:  fxPod("p").prio(10).cpu(1000).obj(),
+		nodes: func(t *testing.T) []*framework.NodeInfo {
+			return []*framework.NodeInfo{fxNodeInfo(t, fxNode("n1", 4000), fxPod("low").prio(1).cpu(1000).obj())}
+		},
+		nominees: map[string][]*corev1.Pod{"n1": {fxPod("nominee").prio(10).cpu(3000).obj()}},
+		wantNode: "n1", wantDeleted: []string{"default/low"},
+	}, {
+		name: "room promised to a nominee of higher priority cannot be preempted for",
+		pod:  fxPod("p").prio(10).cpu(2000).obj(),
+		nodes: func(t *testing.T) []*framework.NodeInfo {
+			return []*framework.NodeInfo{fxNodeInfo(t, fxNode("n1", 4000), fxPod("low").prio(1).cpu(1000).obj())}
+		},
+		nominees:   map[string][]*corev1.Pod{"n1": {fxPod("vip").prio(100).cpu(3000).obj()}},
+		wantStatus: "Unschedulable: preemption: 0/1 nodes are available: 1 Insufficient cpu.",
+	}, {
 		name: "deleting a victim fails",
 		pod:  preemptor().obj(),
 		nodes: func(t *testing.T) []*framework.NodeInfo {
@@ -252,6 +270,15 @@ func TestDefaultPreemption(t *testing.T) {
 			src := &fxSource{pdbs: tc.pdbs, deleteErr: tc.deleteErr}
 			fw := fxFramework(t, src, fxPreemptionPlugins(nil)...)
 			snap := fxSnapshot(tc.nodes(t)...)
+			if tc.nominees != nil {
+				infos := map[string][]*framework.PodInfo{}
+				for n, pods := range tc.nominees {
+					for _, p := range pods {
+						infos[n] = append(infos[n], fxInfo(t, p))
+					}
+				}
+				snap.Nominated = func(n string) []*framework.PodInfo { return infos[n] }
+			}
 			node, st := fxPreempt(t, fw, fxInfo(t, tc.pod), snap)
 			if got := fxReasons(st); got != tc.wantStatus {
 				t.Errorf("status %q, want %q", got, tc.wantStatus)

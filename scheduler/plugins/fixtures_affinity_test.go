@@ -127,7 +127,7 @@ func fxFilter(t fxT, fw *framework.Framework, pod *framework.PodInfo, snap *fram
 	statuses := framework.NodeToStatus{}
 	var feasible []*framework.NodeInfo
 	for _, n := range snap.Nodes {
-		if st := fw.RunFilterPlugins(t.Context(), state, pod, n); st.IsSuccess() {
+		if st := fw.RunFilterPluginsWithNominatedPods(t.Context(), state, pod, n, snap.NominatedPods(n.Name())); st.IsSuccess() {
 			feasible = append(feasible, n)
 		} else {
 			statuses[n.Name()] = st
