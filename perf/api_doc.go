@@ -4,24 +4,42 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
-// docs/perf.md holds two generated reports: storeperf's owns the file, apiperf's owns the block between these
-// markers at its end. Each writer keeps the other's part.
+// docs/perf.md holds four generated reports: storeperf's owns the file; apiperf's, schedperf's and agentperf's
+// each own a block between their markers after it. Each writer keeps the others' parts: a block writer replaces only its
+// own block (appending it when the file has none), and storeperf carries every block over to the end of the
+// file it writes.
 const (
-	apiBegin = "<!-- apiperf:begin -->"
-	apiEnd   = "<!-- apiperf:end -->"
+	apiBegin   = "<!-- apiperf:begin -->"
+	apiEnd     = "<!-- apiperf:end -->"
+	schedBegin = "<!-- schedperf:begin -->"
+	schedEnd   = "<!-- schedperf:end -->"
+	agentBegin = "<!-- agentperf:begin -->"
+	agentEnd   = "<!-- agentperf:end -->"
 )
 
-// spliceAPISection returns doc with the apiperf block replaced by section (which carries no markers), or with
-// the block appended at the end when doc has none. Nothing outside the block changes.
-func spliceAPISection(doc, section string) string {
-	block := apiBegin + "\n" + strings.TrimRight(section, "\n") + "\n" + apiEnd + "\n"
-	i := strings.Index(doc, apiBegin)
-	j := strings.Index(doc, apiEnd)
-	if i >= 0 && j > i {
-		rest := strings.TrimPrefix(doc[j+len(apiEnd):], "\n")
+// docBlock is one harness's marked block of docs/perf.md.
+type docBlock struct{ begin, end string }
+
+var (
+	apiBlockMarkers   = docBlock{apiBegin, apiEnd}
+	schedBlockMarkers = docBlock{schedBegin, schedEnd}
+	agentBlockMarkers = docBlock{agentBegin, agentEnd}
+	// allBlocks are the blocks storeperf keeps when it rewrites the file.
+	allBlocks = []docBlock{apiBlockMarkers, schedBlockMarkers, agentBlockMarkers}
+)
+
+// splice returns doc with the block replaced by section (which carries no markers), or with the block appended
+// at the end when doc has none. Nothing outside the block changes.
+func (m docBlock) splice(doc, section string) string {
+	block := m.begin + "\n" + strings.TrimRight(section, "\n") + "\n" + m.end + "\n"
+	i, j := m.find(doc)
+	if i >= 0 {
+		rest := strings.TrimPrefix(doc[j+len(m.end):], "\n")
 		return doc[:i] + block + rest
 	}
 	if doc != "" && !strings.HasSuffix(doc, "\n") {
@@ -33,35 +51,81 @@ func spliceAPISection(doc, section string) string {
 	return doc + block
 }
 
-// apiBlock is doc's apiperf block, markers included, or "" when it has none.
-func apiBlock(doc string) string {
-	i := strings.Index(doc, apiBegin)
-	j := strings.Index(doc, apiEnd)
-	if i < 0 || j < i {
-		return ""
+// find returns the offsets of the block's begin and end markers in doc, or -1, -1.
+func (m docBlock) find(doc string) (int, int) {
+	i := strings.Index(doc, m.begin)
+	if i < 0 {
+		return -1, -1
 	}
-	return doc[i:j+len(apiEnd)] + "\n"
+	j := strings.Index(doc[i:], m.end)
+	if j < 0 {
+		return -1, -1
+	}
+	return i, i + j
 }
 
-// WriteAPIReport replaces the apiperf block of the markdown file at path with section (creating the file, or
-// appending the block, when needed).
-func WriteAPIReport(path, section string) error {
+// block is doc's block, markers included, or "" when it has none.
+func (m docBlock) block(doc string) string {
+	i, j := m.find(doc)
+	if i < 0 {
+		return ""
+	}
+	return doc[i:j+len(m.end)] + "\n"
+}
+
+// write replaces the block of the markdown file at path with section (creating the file, or appending the
+// block, when needed).
+func (m docBlock) write(path, section string) error {
 	doc, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return os.WriteFile(path, []byte(spliceAPISection(string(doc), section)), 0o644)
+	return writeReport(path, m.splice(string(doc), section))
 }
 
-// WriteStoreReport writes storeperf's report md to path, keeping at its end the apiperf block the file already
-// has, so that re-running either harness never erases the other's numbers.
+// writeReport writes a markdown report, creating its directory when needed (results/ is not checked in).
+func writeReport(path, md string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(md), 0o644)
+}
+
+// spliceAPISection returns doc with the apiperf block replaced by section (see docBlock.splice).
+func spliceAPISection(doc, section string) string { return apiBlockMarkers.splice(doc, section) }
+
+// WriteAPIReport replaces the apiperf block of the markdown file at path with section (creating the file, or
+// appending the block, when needed); the rest of the file is kept.
+func WriteAPIReport(path, section string) error { return apiBlockMarkers.write(path, section) }
+
+// WriteSchedReport replaces the schedperf block of the markdown file at path with section (creating the file,
+// or appending the block, when needed); the rest of the file is kept.
+func WriteSchedReport(path, section string) error { return schedBlockMarkers.write(path, section) }
+
+// WriteAgentReport replaces the agentperf block of the markdown file at path with section (creating the file,
+// or appending the block, when needed); the rest of the file is kept.
+func WriteAgentReport(path, section string) error { return agentBlockMarkers.write(path, section) }
+
+// WriteStoreReport writes storeperf's report md to path, keeping at its end the apiperf, schedperf and agentperf blocks
+// the file already has (in their order), so that re-running any harness never erases another's numbers.
 func WriteStoreReport(path, md string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if block := apiBlock(string(old)); block != "" {
-		md = strings.TrimRight(md, "\n") + "\n\n" + block
+	type kept struct {
+		at    int
+		block string
 	}
-	return os.WriteFile(path, []byte(md), 0o644)
+	var blocks []kept
+	for _, m := range allBlocks {
+		if i, _ := m.find(string(old)); i >= 0 {
+			blocks = append(blocks, kept{i, m.block(string(old))})
+		}
+	}
+	slices.SortFunc(blocks, func(a, b kept) int { return a.at - b.at })
+	for _, b := range blocks {
+		md = strings.TrimRight(md, "\n") + "\n\n" + b.block
+	}
+	return writeReport(path, md)
 }

@@ -1,4 +1,4 @@
-// Package perf holds reproducible performance harnesses. The first compares the Wheelhouse store (store/) with
+// Package perf holds four reproducible performance harnesses. The first compares the Wheelhouse store (store/) with
 // etcd and kine, side by side on one machine with one workload. It is its own Go module so that the etcd client
 // never enters the main module. The program is cmd/storeperf; its report is docs/perf.md.
 //
@@ -22,7 +22,19 @@
 // fan-out from client-go, with the CPU and memory of each process. It writes only its own block of
 // docs/perf.md (APIReport, WriteAPIReport); storeperf keeps that block when it rewrites the file.
 //
-// Guarantees: the harness never turns off durability (no fsync=off, no unsafe etcd flags); every target sees the
+// The third, cmd/schedperf (RunSched), measures the scheduler in the harness process: the algorithm alone
+// (scheduler.Simulator) for plain, topology-spread, anti-affinity and preemption pods; the same cases end to end
+// (apitest.Start on a fresh database of a private PostgreSQL, nodes and pods created through client-go, then
+// the scheduler timed from its start until its Scheduled counter covers every pod); a Deployment's rollout with
+// every controller running; and the heap the scheduler's cache holds. It writes its own block (SchedReport,
+// WriteSchedReport) and returns ErrSchedRunsFailed, after writing, when a measurement did not place every pod.
+//
+// The fourth, cmd/agentperf (RunAgent), measures the node agent with the real binary: pod startup latency on
+// real agents (process runtime, each in a network namespace of its own), one agent's memory with many pods,
+// and the server's CPU and memory under many hollow nodes (`wheelhouse agent --hollow N`) running a large
+// Deployment. It writes its own block (AgentReport, WriteAgentReport).
+//
+// Guarantees: no harness turns off durability (no fsync=off, no unsafe etcd flags); every target sees the
 // same keys, value sizes and operation mix; a target that cannot be started is reported with the reason and the
 // others are still measured. Numbers are only comparable within one run.
 package perf

@@ -1,0 +1,136 @@
+// Command schedperf measures the Wheelhouse scheduler — its algorithm alone, end to end through the API into
+// PostgreSQL, the rollout of a large Deployment and its memory — and writes its section of docs/perf.md.
+// `schedperf report` renders that section again from a run's --json results.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+
+	"github.com/wheelhouse-dev/wheelhouse/perf"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "report" {
+		if err := rerender(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "schedperf report:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "schedperf:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "schedperf:", err)
+		os.Exit(1)
+	}
+}
+
+// cpuProfile is the --cpuprofile path; profiling is a property of this process, not of the harness config.
+var cpuProfile string
+
+func run(ctx context.Context, cfg perf.SchedConfig) error {
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	_, err := perf.RunSched(ctx, cfg)
+	return err
+}
+
+// rerender writes the report section again from a run's --json results, e.g. after a change to its layout:
+// schedperf report --from results/sched.json --out ../docs/perf.md
+func rerender(args []string) error {
+	fs := flag.NewFlagSet("schedperf report", flag.ContinueOnError)
+	from := fs.String("from", "results/sched.json", "results written by a run's --json")
+	out := fs.String("out", "", "markdown file whose schedperf section is rewritten")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("--out is required")
+	}
+	b, err := os.ReadFile(*from)
+	if err != nil {
+		return err
+	}
+	var res perf.SchedResults
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", *from, err)
+	}
+	return perf.WriteSchedReport(*out, perf.SchedReport(&res))
+}
+
+func parseFlags(args []string) (perf.SchedConfig, error) {
+	var cfg perf.SchedConfig
+	fs := flag.NewFlagSet("schedperf", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "smoke run of about 20 seconds: one repetition, 50 nodes, 100 pods (25 preemptors), a 100-replica Deployment on 10 nodes; overrides the size flags")
+	all := strings.Join(perf.AllSchedCases, ",")
+	algo := fs.String("algo-cases", all, "cases measured with the algorithm alone (comma-separated, or none)")
+	e2e := fs.String("e2e-cases", all, "cases measured end to end through the API (comma-separated, or none)")
+	fs.IntVar(&cfg.Nodes, "nodes", 5000, "nodes in the cluster")
+	fs.IntVar(&cfg.Pods, "pods", 10_000, "pods to place in the plain, spread and anti-affinity cases")
+	fs.IntVar(&cfg.Preemptors, "preemptors", 0, "high-priority pods to place in the preemption case (default: --pods, at most one per victim)")
+	fs.IntVar(&cfg.VictimsPerNode, "victims-per-node", 4, "low-priority pods of one CPU on each 4-CPU node in the preemption case")
+	fs.IntVar(&cfg.Repetitions, "reps", 3, "repetitions of every measurement; the report shows medians")
+	fs.IntVar(&cfg.DeployReplicas, "deploy-replicas", 1000, "replicas of the timed Deployment (negative: skip the rollout)")
+	fs.IntVar(&cfg.DeployNodes, "deploy-nodes", 100, "nodes of the rollout's cluster")
+	fs.IntVar(&cfg.Workers, "workers", 32, "concurrent creates when loading an end-to-end run")
+	fs.DurationVar(&cfg.Timeout, "timeout", 0, "longest wait for one run's pods to be bound (default 10m)")
+	fs.StringVar(&cfg.Out, "out", "", "markdown file whose schedperf section is (re)written, e.g. ../docs/perf.md")
+	fs.StringVar(&cfg.JSONOut, "json", "", "also write the raw results as JSON here")
+	fs.StringVar(&cfg.TempDir, "tmp", "", "parent of the run's temp directory (default $TMPDIR or /tmp)")
+	fs.BoolVar(&cfg.KeepTemp, "keep-tmp", false, "keep PostgreSQL's data directory")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the harness process (scheduler, API and store) here")
+	verbose := fs.Bool("v", true, "log progress to stderr")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.AlgoCases, cfg.E2ECases = cases(*algo), cases(*e2e)
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	cfg.Command = strings.TrimSpace("cd perf && go run ./cmd/schedperf " + strings.Join(args, " "))
+	if *quick {
+		cfg = perf.QuickSchedConfig(cfg)
+	}
+	return cfg, nil
+}
+
+// cases splits a comma-separated list; "none" is the empty list (not nil, which means every case).
+func cases(s string) []string {
+	out := []string{}
+	if strings.TrimSpace(s) == "none" {
+		return out
+	}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
