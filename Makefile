@@ -13,7 +13,7 @@ DATA_DIR  ?= ./.wheelhouse
 TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run kubectl test lint bench perf perf-api perf-sched clean
+.PHONY: help build run kubectl test lint bench perf perf-api perf-sched perf-agent clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -59,6 +59,10 @@ perf-api: ## Kubernetes API perf harness (watch cache on vs off); writes its sec
 perf-sched: ## Scheduler perf harness (algorithm alone, end to end, Deployment rollout); writes its section of docs/perf.md
 	@scripts/ensure-postgres.sh
 	cd perf && $(GO) run ./cmd/schedperf --out ../docs/perf.md --json results/sched.json
+
+perf-agent: ## Node agent perf harness (pod startup on real agents, agent memory, server under hollow nodes; root); writes its section of docs/perf.md
+	@scripts/ensure-postgres.sh
+	cd perf && $(GO) run ./cmd/agentperf --out ../docs/perf.md --json results/agent.json
 
 clean: ## Remove build output (not the data directory)
 	rm -rf bin

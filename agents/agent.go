@@ -46,7 +46,11 @@ type Config struct {
 	Taints []corev1.Taint
 	// InsecureHTTP allows an http:// server (local development).
 	InsecureHTTP bool
-	Logger       *slog.Logger
+	// Hollow > 0 runs that many simulated nodes in this process instead of this machine's node (hollow mode,
+	// hollow.go): NodeName is then their names' prefix, Runtime is ignored (they run on the fake runtime) and
+	// Token must allow Hollow uses on the first start.
+	Hollow int
+	Logger *slog.Logger
 }
 
 // Validate reports a configuration that cannot work.
@@ -56,11 +60,21 @@ func (c Config) Validate() error {
 		return errors.New("agent: --server is required")
 	case c.DataDir == "":
 		return errors.New("agent: --data-dir is required")
-	case c.Runtime != "process":
+	case c.Hollow < 0 || c.Hollow > MaxHollow:
+		return fmt.Errorf("agent: --hollow %d: want 0 to %d nodes", c.Hollow, MaxHollow)
+	case c.Hollow == 0 && c.Runtime != "process":
 		return fmt.Errorf("agent: --runtime %q: this agent runs the process runtime (containerd comes later)", c.Runtime)
 	}
 	return nil
 }
+
+// The agent's client rate limits, kubelet's defaults (--kube-api-qps 50, --kube-api-burst 100). client-go's own
+// (5/s, burst 10) would hold a node starting a few pods at once for seconds: each pod's start takes several
+// requests (its service account token, status writes, events).
+const (
+	kubeAPIQPS   = 50
+	kubeAPIBurst = 100
+)
 
 // DefaultNodeName is the host name, lower-cased (a node name must be a DNS subdomain).
 func DefaultNodeName() string {
@@ -80,6 +94,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Hollow > 0 {
+		return runHollow(ctx, cfg, log)
+	}
 	if cfg.NodeName == "" {
 		cfg.NodeName = DefaultNodeName()
 	}
@@ -89,7 +106,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	log = log.With("node", id.NodeName, "cluster", id.Cluster)
-	cs, err := kubernetes.NewForConfig(id.RESTConfig())
+	rc := id.RESTConfig()
+	rc.QPS, rc.Burst = kubeAPIQPS, kubeAPIBurst
+	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
 	}

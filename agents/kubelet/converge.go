@@ -200,6 +200,7 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 		return
 	}
 	w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	ob.startedAny = true
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if err := w.runHandler(ctx, pod, c, id, c.Lifecycle.PostStart); err != nil {
 			w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed: %v", err)

@@ -34,10 +34,15 @@ type PodsConfig struct {
 	// NodeIP is the node's InternalIP (hostIP of its pods).
 	NodeIP func() string
 	// Resync is how often each pod is compared with the runtime (upstream's relist; default 1 s, real time).
-	Resync   time.Duration
-	Clock    clock.WithTicker
-	Recorder record.EventRecorder
-	Logger   *slog.Logger
+	Resync time.Duration
+	// HandlersSucceed makes every probe and lifecycle hook succeed at once without running it (no exec, no
+	// connection, no sleep), for hollow nodes: their containers run nothing and their pods have no network, so
+	// an httpGet, tcpSocket or grpc probe could never pass. Probe timing (initialDelaySeconds, periodSeconds,
+	// thresholds) still applies; the runtime is never asked. Off for real nodes.
+	HandlersSucceed bool
+	Clock           clock.WithTicker
+	Recorder        record.EventRecorder
+	Logger          *slog.Logger
 }
 
 func (c PodsConfig) withDefaults() PodsConfig {

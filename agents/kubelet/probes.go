@@ -204,6 +204,8 @@ func (ps *probes) run(ctx context.Context, pod *corev1.Pod, c *corev1.Container,
 // probe runs one try of a probe handler; out is what an exec probe printed.
 func (w *worker) probe(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, h *corev1.ProbeHandler, podIP string) (string, error) {
 	switch {
+	case w.p.cfg.HandlersSucceed:
+		return "", nil
 	case h.Exec != nil:
 		timeout := time.Second
 		if dl, ok := ctx.Deadline(); ok {
@@ -236,6 +238,8 @@ func (w *worker) probe(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 // runHandler runs a lifecycle hook (exec, httpGet or sleep).
 func (w *worker) runHandler(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, h *corev1.LifecycleHandler) error {
 	switch {
+	case w.p.cfg.HandlersSucceed:
+		return nil
 	case h.Exec != nil:
 		timeout := 30 * time.Second
 		if dl, ok := ctx.Deadline(); ok {

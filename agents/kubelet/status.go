@@ -23,6 +23,8 @@ type observed struct {
 	ready, started map[string]bool
 	// initDone: every init container has completed; initFailed: one failed and will not be retried.
 	initDone, initFailed bool
+	// startedAny: this sync started a container (what the runtime holds changed since it was read).
+	startedAny bool
 }
 
 // podStatus computes a pod's status from what the runtime holds, as kubelet's generateAPIPodStatus does.

@@ -98,6 +98,19 @@ func (w *worker) sync(ctx context.Context) bool {
 		return false
 	}
 	ob := w.converge(ctx, pod)
+	if ob.startedAny {
+		// Report the containers just started now rather than at the next sync: read the runtime again, keeping
+		// what converge decided (waiting reasons, init progress).
+		if again, ok := w.observe(ctx, pod); ok {
+			again.waiting, again.initDone, again.initFailed = ob.waiting, ob.initDone, ob.initFailed
+			for name := range again.waiting {
+				if cur := again.containers[name].latest(); cur != nil && cur.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+					delete(again.waiting, name)
+				}
+			}
+			ob = again
+		}
+	}
 	st := w.status(pod, ob)
 	w.writeStatus(ctx, pod, st)
 	if terminal(st.Phase) {
@@ -134,9 +147,10 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) bool {
 	err := w.p.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
 		Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	switch {
-	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
+	// Forbidden: the node authorizer no longer relates the pod to this node, because it is gone already.
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsForbidden(err):
 		w.teardown(ctx, pod, 0)
-		return apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+		return err != nil
 	default:
 		w.p.log.Warn("deleting a terminated pod failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ type agentFlags struct {
 	server, token, nodeName, dataDir, runtime, nodeIP, logLevel string
 	labels, taints                                              []string
 	insecureHTTP                                                bool
+	hollow                                                      int
 }
 
 func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func(context.Context, agents.Config) error) *cobra.Command {
@@ -52,6 +54,8 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 	fl.StringArrayVar(&f.labels, "label", nil, "a label k=v for the node at registration (repeatable; env WHEELHOUSE_NODE_LABELS, comma-separated)")
 	fl.StringArrayVar(&f.taints, "taint", nil, "a taint k=v:Effect for the node at registration (repeatable; env WHEELHOUSE_NODE_TAINTS, comma-separated)")
 	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "allow an http:// server URL (local development only)")
+	fl.IntVar(&f.hollow, "hollow", 0, "run this many simulated nodes <node-name>-0, -1, ... on an in-memory runtime instead of this "+
+		"machine's node, for scale tests (the join token must allow as many uses; env WHEELHOUSE_HOLLOW)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		for _, s := range strs {
 			if v := getenv(s.env); v != "" && !cmd.Flags().Changed(s.name) {
@@ -63,6 +67,13 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		}
 		if v := getenv("WHEELHOUSE_NODE_TAINTS"); v != "" && !cmd.Flags().Changed("taint") {
 			f.taints = strings.Split(v, ",")
+		}
+		if v := getenv("WHEELHOUSE_HOLLOW"); v != "" && !cmd.Flags().Changed("hollow") {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("WHEELHOUSE_HOLLOW %q: want a number of nodes", v)
+			}
+			f.hollow = n
 		}
 		cfg, err := f.config(stderr)
 		if err != nil {
@@ -80,7 +91,7 @@ func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
 		return agents.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	cfg := agents.Config{Server: f.server, Token: f.token, NodeName: f.nodeName, DataDir: f.dataDir, Runtime: f.runtime,
-		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Labels: map[string]string{},
+		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, Labels: map[string]string{},
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
 	if errs := validation.IsDNS1123Subdomain(f.nodeName); f.nodeName != "" && len(errs) > 0 {
 		return cfg, fmt.Errorf("--node-name %q: %s", f.nodeName, strings.Join(errs, "; "))

@@ -47,6 +47,10 @@ func TestAgentFlags(t *testing.T) {
 	if err != nil || fromEnv.Labels["b"] != "2" || len(fromEnv.Taints) != 1 || fromEnv.Taints[0].Effect != corev1.TaintEffectNoExecute {
 		t.Fatalf("from the environment: %+v %v", fromEnv, err)
 	}
+	hollow, err := parseAgent(map[string]string{"WHEELHOUSE_HOLLOW": "7"}, "--server", "https://s:1", "--runtime", "ignored", "--node-name", "h")
+	if err != nil || hollow.Hollow != 7 || hollow.NodeName != "h" {
+		t.Fatalf("hollow from the environment: %+v %v", hollow, err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -59,6 +63,7 @@ func TestAgentFlags(t *testing.T) {
 		{[]string{"--server", "https://s", "--node-name", "Bad_Name"}, `--node-name "Bad_Name"`},
 		{[]string{"--server", "https://s", "--runtime", "docker"}, `--runtime "docker"`},
 		{[]string{"--server", "https://s", "--log-level", "loud"}, "--log-level"},
+		{[]string{"--server", "https://s", "--hollow", "-1"}, "--hollow -1"},
 	} {
 		if _, err := parseAgent(nil, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("agent %v: %v, want an error mentioning %s", tc.args, err, tc.want)

@@ -34,6 +34,7 @@ type Runtime struct {
 	images     map[string]bool
 	execHook   ExecHook
 	calls      []string
+	noCallLog  bool // calls stays empty (WithoutCallLog)
 }
 
 var (
@@ -46,6 +47,10 @@ type Option func(*Runtime)
 
 // WithClock makes the runtime read time from now instead of time.Now.
 func WithClock(now func() time.Time) Option { return func(r *Runtime) { r.now = now } }
+
+// WithoutCallLog stops the runtime from keeping the names of the methods called (Calls returns nothing), so a
+// long-lived runtime, a hollow node's, does not grow without end.
+func WithoutCallLog() Option { return func(r *Runtime) { r.noCallLog = true } }
 
 // New returns an empty Runtime.
 func New(opts ...Option) *Runtime {
@@ -106,7 +111,11 @@ func (r *Runtime) Images() []string {
 }
 
 // record notes a call; r.mu must be held.
-func (r *Runtime) record(method string) { r.calls = append(r.calls, method) }
+func (r *Runtime) record(method string) {
+	if !r.noCallLog {
+		r.calls = append(r.calls, method)
+	}
+}
 
 func newID() string {
 	var b [16]byte
