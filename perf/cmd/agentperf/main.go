@@ -6,61 +6,31 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/wheelhouse-dev/wheelhouse/perf"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "report" {
-		if err := rerender(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "agentperf report:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "agentperf:", err)
-		os.Exit(2)
-	}
-	if _, err := perf.RunAgent(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "agentperf:", err)
-		os.Exit(1)
-	}
-}
-
-// rerender writes the block again from a run's --json results:
-// agentperf report --from results/agent.json --out ../docs/perf.md
-func rerender(args []string) error {
-	fs := flag.NewFlagSet("agentperf report", flag.ContinueOnError)
-	from := fs.String("from", "results/agent.json", "results written by a run's --json")
-	out := fs.String("out", "", "markdown file whose agentperf block is rewritten")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *out == "" {
-		return errors.New("--out is required")
-	}
-	b, err := os.ReadFile(*from)
-	if err != nil {
-		return err
-	}
-	var res perf.AgentResults
-	if err := json.Unmarshal(b, &res); err != nil {
-		return fmt.Errorf("%s: %w", *from, err)
-	}
-	return perf.WriteAgentReport(*out, perf.AgentReport(&res))
+	perf.Command{Name: "agentperf", DefaultResults: "results/agent.json",
+		Run: func(ctx context.Context, args []string) error {
+			cfg, err := parseFlags(args)
+			if err != nil {
+				return fmt.Errorf("%w: %w", perf.ErrUsage, err)
+			}
+			return (func(ctx context.Context, cfg perf.AgentConfig) error { _, err := perf.RunAgent(ctx, cfg); return err })(ctx, cfg)
+		},
+		Report: func(from, out string) error {
+			res, err := perf.ReadResults[perf.AgentResults](from)
+			if err != nil {
+				return err
+			}
+			return perf.WriteAgentReport(out, perf.AgentReport(res))
+		}}.Main()
 }
 
 func parseFlags(args []string) (perf.AgentConfig, error) {

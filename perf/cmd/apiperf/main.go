@@ -5,61 +5,31 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/wheelhouse-dev/wheelhouse/perf"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "report" {
-		if err := rerender(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "apiperf report:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "apiperf:", err)
-		os.Exit(2)
-	}
-	if _, err := perf.RunAPI(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "apiperf:", err)
-		os.Exit(1)
-	}
-}
-
-// rerender writes the report section again from a run's --json results, e.g. after a change to its layout:
-// apiperf report --from results/api.json --out ../docs/perf.md
-func rerender(args []string) error {
-	fs := flag.NewFlagSet("apiperf report", flag.ContinueOnError)
-	from := fs.String("from", "results/api.json", "results written by a run's --json")
-	out := fs.String("out", "", "markdown file whose apiperf section is rewritten")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *out == "" {
-		return errors.New("--out is required")
-	}
-	b, err := os.ReadFile(*from)
-	if err != nil {
-		return err
-	}
-	var res perf.APIResults
-	if err := json.Unmarshal(b, &res); err != nil {
-		return fmt.Errorf("%s: %w", *from, err)
-	}
-	return perf.WriteAPIReport(*out, perf.APIReport(&res))
+	perf.Command{Name: "apiperf", DefaultResults: "results/api.json",
+		Run: func(ctx context.Context, args []string) error {
+			cfg, err := parseFlags(args)
+			if err != nil {
+				return fmt.Errorf("%w: %w", perf.ErrUsage, err)
+			}
+			return (func(ctx context.Context, cfg perf.APIConfig) error { _, err := perf.RunAPI(ctx, cfg); return err })(ctx, cfg)
+		},
+		Report: func(from, out string) error {
+			res, err := perf.ReadResults[perf.APIResults](from)
+			if err != nil {
+				return err
+			}
+			return perf.WriteAPIReport(out, perf.APIReport(res))
+		}}.Main()
 }
 
 func parseFlags(args []string) (perf.APIConfig, error) {

@@ -5,39 +5,32 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 
 	"github.com/wheelhouse-dev/wheelhouse/perf"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "report" {
-		if err := rerender(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "schedperf report:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedperf:", err)
-		os.Exit(2)
-	}
-	if err := run(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "schedperf:", err)
-		os.Exit(1)
-	}
+	perf.Command{Name: "schedperf", DefaultResults: "results/sched.json",
+		Run: func(ctx context.Context, args []string) error {
+			cfg, err := parseFlags(args)
+			if err != nil {
+				return fmt.Errorf("%w: %w", perf.ErrUsage, err)
+			}
+			return run(ctx, cfg)
+		},
+		Report: func(from, out string) error {
+			res, err := perf.ReadResults[perf.SchedResults](from)
+			if err != nil {
+				return err
+			}
+			return perf.WriteSchedReport(out, perf.SchedReport(res))
+		}}.Main()
 }
 
 // cpuProfile is the --cpuprofile path; profiling is a property of this process, not of the harness config.
@@ -57,29 +50,6 @@ func run(ctx context.Context, cfg perf.SchedConfig) error {
 	}
 	_, err := perf.RunSched(ctx, cfg)
 	return err
-}
-
-// rerender writes the report section again from a run's --json results, e.g. after a change to its layout:
-// schedperf report --from results/sched.json --out ../docs/perf.md
-func rerender(args []string) error {
-	fs := flag.NewFlagSet("schedperf report", flag.ContinueOnError)
-	from := fs.String("from", "results/sched.json", "results written by a run's --json")
-	out := fs.String("out", "", "markdown file whose schedperf section is rewritten")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *out == "" {
-		return errors.New("--out is required")
-	}
-	b, err := os.ReadFile(*from)
-	if err != nil {
-		return err
-	}
-	var res perf.SchedResults
-	if err := json.Unmarshal(b, &res); err != nil {
-		return fmt.Errorf("%s: %w", *from, err)
-	}
-	return perf.WriteSchedReport(*out, perf.SchedReport(&res))
 }
 
 func parseFlags(args []string) (perf.SchedConfig, error) {

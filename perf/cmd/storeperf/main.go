@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,27 +20,27 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if len(os.Args) > 1 && os.Args[1] == "watcher" {
-		os.Exit(perf.WatcherMain(ctx, os.Stdin, os.Stdout))
+	if len(os.Args) > 1 && os.Args[1] == "watcher" { // a watch client process of the fan-out measurement
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := perf.WatcherMain(ctx, os.Stdin, os.Stdout)
+		stop()
+		os.Exit(code)
 	}
-	if len(os.Args) > 1 && os.Args[1] == "report" {
-		if err := rerender(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "storeperf report:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "storeperf:", err)
-		os.Exit(2)
-	}
-	if err := run(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "storeperf:", err)
-		os.Exit(1)
-	}
+	perf.Command{Name: "storeperf", DefaultResults: "results/perf.json",
+		Run: func(ctx context.Context, args []string) error {
+			cfg, err := parseFlags(args)
+			if err != nil {
+				return fmt.Errorf("%w: %w", perf.ErrUsage, err)
+			}
+			return run(ctx, cfg)
+		},
+		Report: func(from, out string) error {
+			res, err := perf.ReadResults[perf.Results](from)
+			if err != nil {
+				return err
+			}
+			return perf.WriteStoreReport(out, perf.Report(res))
+		}}.Main()
 }
 
 // cpuProfile is the --cpuprofile path; profiling is a property of this process, not of the harness Config.
@@ -61,29 +60,6 @@ func run(ctx context.Context, cfg perf.Config) error {
 	}
 	_, err := perf.Run(ctx, cfg)
 	return err
-}
-
-// rerender writes the markdown report again from a run's --json results, e.g. after a change to the report's
-// layout: storeperf report --from results/perf.json --out ../docs/perf.md
-func rerender(args []string) error {
-	fs := flag.NewFlagSet("storeperf report", flag.ContinueOnError)
-	from := fs.String("from", "results/perf.json", "results written by a run's --json")
-	out := fs.String("out", "", "markdown report path")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *out == "" {
-		return errors.New("--out is required")
-	}
-	b, err := os.ReadFile(*from)
-	if err != nil {
-		return err
-	}
-	var res perf.Results
-	if err := json.Unmarshal(b, &res); err != nil {
-		return fmt.Errorf("%s: %w", *from, err)
-	}
-	return perf.WriteStoreReport(*out, perf.Report(&res))
 }
 
 func parseFlags(args []string) (perf.Config, error) {
