@@ -87,7 +87,7 @@ func New(d Deps) (*Scheduler, error) {
 		d.Clock = clock.RealClock{}
 	}
 	s := &Scheduler{d: d, cfg: cfg, profiles: map[string]*framework.Framework{}, log: d.Logger.With("component", "scheduler"),
-		clusters: map[string]*clusterCache{}, clients: map[string]kubernetes.Interface{}, sem: make(chan struct{}, 64)}
+		clusters: map[string]*clusterCache{}, clients: map[string]kubernetes.Interface{}, sem: make(chan struct{}, maxBindingsInFlight)}
 	for i := range cfg.Profiles {
 		fw, err := newFramework(&cfg.Profiles[i], cfg, s)
 		if err != nil {
@@ -751,5 +751,9 @@ func (s *Scheduler) DefaultSelector(cluster string, pod *corev1.Pod) labels.Sele
 	}
 	return sel
 }
+
+// maxBindingsInFlight bounds the background bindings: enough for the store's group commit to batch them
+// (schedperf at 5,000 nodes, end to end: 64 → 634-745 pods/s, 256 → 792-886, 1,024 → 743 on 2 cores).
+const maxBindingsInFlight = 256
 
 func secs(n int64) time.Duration { return time.Duration(n) * time.Second }
