@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -50,7 +51,10 @@ type Config struct {
 	// hollow.go): NodeName is then their names' prefix, Runtime is ignored (they run on the fake runtime) and
 	// Token must allow Hollow uses on the first start.
 	Hollow int
-	Logger *slog.Logger
+	// LeaseDuration is the node Lease's leaseDurationSeconds (default 40 s, kubelet's
+	// --node-lease-duration-seconds); the Lease renews every quarter of it, as kubelet's.
+	LeaseDuration time.Duration
+	Logger        *slog.Logger
 }
 
 // Validate reports a configuration that cannot work.
@@ -60,6 +64,8 @@ func (c Config) Validate() error {
 		return errors.New("agent: --server is required")
 	case c.DataDir == "":
 		return errors.New("agent: --data-dir is required")
+	case c.LeaseDuration != 0 && c.LeaseDuration < 4*time.Second:
+		return fmt.Errorf("agent: --node-lease-duration-seconds %d: want at least 4", int(c.LeaseDuration/time.Second))
 	case c.Hollow < 0 || c.Hollow > MaxHollow:
 		return fmt.Errorf("agent: --hollow %d: want 0 to %d nodes", c.Hollow, MaxHollow)
 	case c.Hollow == 0 && c.Runtime != "process":
@@ -117,6 +123,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	node, err := kubelet.NewNode(cs, kubelet.NodeConfig{Name: id.NodeName, Labels: cfg.Labels, Taints: cfg.Taints,
+		LeaseDuration: cfg.LeaseDuration, RenewInterval: cfg.LeaseDuration / 4,
 		KubeletVersion: version.Get().GitVersion, RuntimeVersion: process.RuntimeName + "://" + process.Version,
 		Host: func() (kubelet.Host, error) { return kubelet.ReadHost(cfg.DataDir, cfg.NodeIP) }, Logger: log})
 	if err != nil {

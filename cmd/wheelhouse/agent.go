@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,7 @@ type agentFlags struct {
 	server, token, nodeName, dataDir, runtime, nodeIP, logLevel string
 	labels, taints                                              []string
 	insecureHTTP                                                bool
-	hollow                                                      int
+	hollow, leaseSeconds                                        int
 }
 
 func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func(context.Context, agents.Config) error) *cobra.Command {
@@ -54,6 +55,8 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 	fl.StringArrayVar(&f.labels, "label", nil, "a label k=v for the node at registration (repeatable; env WHEELHOUSE_NODE_LABELS, comma-separated)")
 	fl.StringArrayVar(&f.taints, "taint", nil, "a taint k=v:Effect for the node at registration (repeatable; env WHEELHOUSE_NODE_TAINTS, comma-separated)")
 	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "allow an http:// server URL (local development only)")
+	fl.IntVar(&f.leaseSeconds, "node-lease-duration-seconds", 40, "the node Lease's duration; it renews every quarter of it "+
+		"(keep the server's --node-monitor-grace-period well above a renewal)")
 	fl.IntVar(&f.hollow, "hollow", 0, "run this many simulated nodes <node-name>-0, -1, ... on an in-memory runtime instead of this "+
 		"machine's node, for scale tests (the join token must allow as many uses; env WHEELHOUSE_HOLLOW)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -91,7 +94,7 @@ func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
 		return agents.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	cfg := agents.Config{Server: f.server, Token: f.token, NodeName: f.nodeName, DataDir: f.dataDir, Runtime: f.runtime,
-		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, Labels: map[string]string{},
+		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, LeaseDuration: time.Duration(f.leaseSeconds) * time.Second, Labels: map[string]string{},
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
 	if errs := validation.IsDNS1123Subdomain(f.nodeName); f.nodeName != "" && len(errs) > 0 {
 		return cfg, fmt.Errorf("--node-name %q: %s", f.nodeName, strings.Join(errs, "; "))

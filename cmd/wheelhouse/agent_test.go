@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +38,7 @@ func TestAgentFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := agents.Config{Server: "https://wh.example:8443", Token: "K10::abc123.secret", NodeName: "rack1-a",
-		DataDir: "/var/lib/wheelhouse-agent", Runtime: "process", Labels: map[string]string{"pool": "blue", "zone": "a"},
+		DataDir: "/var/lib/wheelhouse-agent", Runtime: "process", LeaseDuration: 40 * time.Second, Labels: map[string]string{"pool": "blue", "zone": "a"},
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("config (-want +got):\n%s", diff)
@@ -51,6 +52,9 @@ func TestAgentFlags(t *testing.T) {
 	if err != nil || hollow.Hollow != 7 || hollow.NodeName != "h" {
 		t.Fatalf("hollow from the environment: %+v %v", hollow, err)
 	}
+	if short, err := parseAgent(nil, "--server", "https://s", "--node-lease-duration-seconds", "8"); err != nil || short.LeaseDuration != 8*time.Second {
+		t.Fatalf("--node-lease-duration-seconds 8: %v %v", short.LeaseDuration, err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -63,6 +67,7 @@ func TestAgentFlags(t *testing.T) {
 		{[]string{"--server", "https://s", "--node-name", "Bad_Name"}, `--node-name "Bad_Name"`},
 		{[]string{"--server", "https://s", "--runtime", "docker"}, `--runtime "docker"`},
 		{[]string{"--server", "https://s", "--log-level", "loud"}, "--log-level"},
+		{[]string{"--server", "https://s", "--node-lease-duration-seconds", "2"}, "--node-lease-duration-seconds 2"},
 		{[]string{"--server", "https://s", "--hollow", "-1"}, "--hollow -1"},
 	} {
 		if _, err := parseAgent(nil, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
