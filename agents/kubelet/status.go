@@ -87,14 +87,19 @@ func containerStatuses(specs []corev1.Container, prev []corev1.ContainerStatus, 
 			}
 		}
 		running := cs.State.Running != nil
+		// A probe without a result yet (its prober starts on the next sync) counts as not passed, as upstream.
 		started := running
 		if s, ok := ob.started[c.Name]; ok {
 			started = running && s
+		} else if c.StartupProbe != nil {
+			started = false
 		}
 		cs.Started = &started
 		ready := running && started
 		if r, ok := ob.ready[c.Name]; ok {
 			ready = ready && r
+		} else if c.ReadinessProbe != nil {
+			ready = false
 		}
 		if init && !isSidecar(c) {
 			ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
