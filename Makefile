@@ -30,8 +30,9 @@ kubectl: ## Build the pinned kubectl used by the e2e tests
 	@scripts/kubectl.sh
 
 # Tests find kubectl through WHEELHOUSE_KUBECTL: the pinned build unless the caller already set it.
-test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL first when missing)
+test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL, ip, nsenter and curl first when missing)
 	@scripts/ensure-postgres.sh
+	@scripts/ensure-tools.sh
 	@WHEELHOUSE_KUBECTL="$${WHEELHOUSE_KUBECTL:-$$(scripts/kubectl.sh)}" || exit 1; export WHEELHOUSE_KUBECTL; \
 	if [ -n "$$WHEELHOUSE_TEST_DATABASE_URL" ]; then \
 		$(GO) test $(TEST_FLAGS) ./... ; \

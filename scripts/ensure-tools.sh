@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Makes sure the commands the tests drive are on this machine: ip (iproute2) and nsenter (util-linux) for the
+# agents' network-namespace e2e tests, curl for install.sh's tests. Used by `make test`. As root on
+# Debian/Ubuntu it installs the missing packages; otherwise it prints the command.
+set -euo pipefail
+
+missing=()
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
+command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "The tests need: ${missing[*]}. Install them, then run this again:" >&2
+  echo "    sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "Installing ${missing[*]} (apt-get install)..." >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
