@@ -82,13 +82,21 @@ const (
 	kubeAPIBurst = 100
 )
 
-// DefaultNodeName is the host name, lower-cased (a node name must be a DNS subdomain).
+// DefaultNodeName is the host name, lower-cased, other characters than a DNS subdomain allows made "-".
 func DefaultNodeName() string {
 	h, err := os.Hostname()
-	if err != nil {
+	if err != nil || h == "" {
 		return "node"
 	}
-	return strings.ToLower(h)
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			return r
+		}
+		return '-'
+	}, h)
 }
 
 // Run runs the agent until ctx ends. Pods keep running when it returns; the next start adopts them.

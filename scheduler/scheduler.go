@@ -471,7 +471,7 @@ func (s *Scheduler) schedulePod(ctx context.Context, fw *framework.Framework, c 
 		}
 		idx := (start + i) % len(nodes)
 		n := nodes[idx]
-		st := s.filterWithNominated(ctx, fw, c, state, pi, n)
+		st := fw.RunFilterPluginsWithNominatedPods(ctx, state, pi, n, c.nominated[n.Name()])
 		processed.Add(1)
 		if st.IsSuccess() {
 			if k := found.Add(1); int(k) <= want {
@@ -511,12 +511,6 @@ func (s *Scheduler) schedulePod(ctx context.Context, fw *framework.Framework, c 
 	}
 	r.node = selectHost(scores)
 	return r
-}
-
-// filterWithNominated runs the filters on a node counting the pods nominated to it (see the framework's
-// RunFilterPluginsWithNominatedPods).
-func (s *Scheduler) filterWithNominated(ctx context.Context, fw *framework.Framework, c *clusterCache, state *framework.CycleState, pi *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	return fw.RunFilterPluginsWithNominatedPods(ctx, state, pi, n, c.nominated[n.Name()])
 }
 
 func podPriority(p *corev1.Pod) int32 {

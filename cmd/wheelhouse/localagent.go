@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 )
 
@@ -34,7 +35,7 @@ func localAgent(ctx context.Context, cfg serverConfig, ten *tenancy.Store, caPEM
 	if !waitReady(ctx, base, caPEM) {
 		return
 	}
-	args := []string{"agent", "--server", base, "--data-dir", filepath.Join(cfg.DataDir, "agent"), "--node-name", agentsNodeName()}
+	args := []string{"agent", "--server", base, "--data-dir", filepath.Join(cfg.DataDir, "agent"), "--node-name", agents.DefaultNodeName()}
 	if cfg.TLS == "off" {
 		args = append(args, "--insecure-http")
 	}
@@ -64,7 +65,7 @@ func localAgent(ctx context.Context, cfg serverConfig, ten *tenancy.Store, caPEM
 		log.Error("the local agent did not start", "err", err)
 		return
 	}
-	log.Info("local agent started", "pid", cmd.Process.Pid, "node", agentsNodeName())
+	log.Info("local agent started", "pid", cmd.Process.Pid, "node", agents.DefaultNodeName())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -79,29 +80,6 @@ func localAgent(ctx context.Context, cfg serverConfig, ten *tenancy.Store, caPEM
 			<-done
 		}
 	}
-}
-
-// agentsNodeName is the local agent's node name: the host name, lower-cased.
-func agentsNodeName() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "local"
-	}
-	return lowerDNS(h)
-}
-
-func lowerDNS(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		switch {
-		case c >= 'A' && c <= 'Z':
-			b[i] = c + 'a' - 'A'
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.':
-		default:
-			b[i] = '-'
-		}
-	}
-	return string(b)
 }
 
 // serverBaseURL is how a process on this machine reaches the server.
