@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,7 +286,8 @@ func newProcFixture(t *testing.T) *procFixture {
 	self := must(os.Executable())(t)
 	pod := testPod("web", "app")
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "server", Image: "test", Command: []string{self, strconv.Itoa(servePort)}},
-		corev1.Container{Name: "done", Image: "busybox", Command: []string{"true"}})
+		corev1.Container{Name: "done", Image: "busybox", Command: []string{"true"}},
+		corev1.Container{Name: "repl", Image: "busybox", Stdin: true, Command: []string{"sh", "-c", `while read l; do echo "got $l"; done`}})
 	ctx := t.Context()
 	sbc := sandboxConfig(pod, 0, p.logDir())
 	sb := must(rt.RunPodSandbox(ctx, sbc, ""))(t)
@@ -427,6 +429,57 @@ func TestExecThroughAPI(t *testing.T) {
 	}
 }
 
+// TestAttachThroughAPI: kubectl attach's path, with both of client-go's
+// stream protocols: what a session writes reaches the container's stdin,
+// the container's answer reaches the session, and stdin stays open for the
+// next session (the container is not StdinOnce).
+func TestAttachThroughAPI(t *testing.T) {
+	f := newProcFixture(t)
+	executors := map[string]func(u string) (remotecommand.Executor, error){
+		"spdy": func(u string) (remotecommand.Executor, error) {
+			return remotecommand.NewSPDYExecutor(&rest.Config{Host: f.srv.URL}, "POST", must(url.Parse(u))(t))
+		},
+		"websocket": func(u string) (remotecommand.Executor, error) {
+			return remotecommand.NewWebSocketExecutor(&rest.Config{Host: f.srv.URL}, "GET", u)
+		},
+	}
+	for _, name := range []string{"spdy", "websocket"} {
+		t.Run(name, func(t *testing.T) {
+			ex := must(executors[name](f.srv.URL + "/attach/default/web/repl?input=1&output=1&error=1"))(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			in, inW := io.Pipe()
+			out := &lockedBuffer{}
+			done := make(chan error, 1)
+			go func() {
+				done <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: out, Stderr: io.Discard})
+			}()
+			_, _ = io.WriteString(inW, name+"\n")
+			apitest.Eventually(t, "the container's answer", func() bool { return out.String() == "got "+name+"\n" })
+			cancel()
+			<-done
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for one streaming goroutine and the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func TestStreamingErrors(t *testing.T) {
 	f := newProcFixture(t)
 	for _, tc := range []struct {
@@ -441,8 +494,8 @@ func TestStreamingErrors(t *testing.T) {
 		{"unknown container", "POST", "/exec/default/web/nope?command=true&output=1", 404, `container "nope" not found in pod "web"`},
 		{"wrong uid", "POST", "/exec/default/web/uid-other/app?command=true&output=1", 404, `pod "web" does not exist`},
 		{"exited container", "POST", "/exec/default/web/done?command=true&output=1", 400, `container "done" in pod "web" is not running`},
-		{"attach", "POST", "/attach/default/web/app?output=1", 501,
-			`attach to container "app" of pod "web": attach is not supported by the process runtime`},
+		{"attach to an exited container", "POST", "/attach/default/web/done?output=1", 400, `container "done" in pod "web" is not running`},
+		{"attach without streams", "POST", "/attach/default/web/repl", 400, "you must specify at least 1 of stdin, stdout, stderr"},
 		{"port-forward to an unknown pod", "POST", "/portForward/default/nope", 404, `pod "nope" does not exist`},
 		{"bad port", "GET", "/portForward/default/web?port=99999", 400, `port "99999" is not a valid port number`},
 	} {

@@ -97,7 +97,7 @@ func TestAgents(t *testing.T) {
 		{"liveness probe restarts", c.testLiveness},
 		{"memory limit OOMKills", c.testOOM},
 		{"crash loop backs off", c.testCrashLoop},
-		{"logs exec port-forward", c.testStreaming},
+		{"logs exec attach port-forward", c.testStreaming},
 		{"agent restart keeps pods", c.testAgentRestart},
 		{"server restart keeps pods", c.testServerRestart},
 		{"lost node's pods move", c.testNodeLost},
@@ -362,6 +362,22 @@ func (c *agentCluster) testStreaming(t *testing.T) {
 		if err == nil || !strings.Contains(out, "exit code 3") {
 			t.Errorf("kubectl exec of a failing command: %v, want exit code 3", err)
 		}
+	})
+	t.Run("attach", func(t *testing.T) {
+		c.k.t = t
+		out := c.background(t, []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false"}, "attach", "ticker")
+		eventually(t, 20*time.Second, "ticks through attach over SPDY", func() (bool, string) {
+			return strings.Count(out.String(), "tick ") >= 2, out.String()
+		})
+		c.k.must(podManifest("repl", c.podBin, "cat", "    stdin: true\n    stdinOnce: true\n  restartPolicy: Never\n"), "apply", "-f", "-")
+		c.k.must("", "wait", "--for=condition=Ready", "pod/repl", "--timeout=60s")
+		// stdinOnce: the end of kubectl's stdin ends cat, and so the session.
+		contains(t, c.k.must("typed into attach\n", "attach", "-i", "repl"), "typed into attach")
+		eventually(t, 30*time.Second, "repl Succeeded once its stdin closed", func() (bool, string) {
+			out, _ := c.k.run("", "get", "pod", "repl", "-o", "jsonpath={.status.phase}")
+			return out == "Succeeded", out
+		})
+		c.k.must("", "delete", "pod", "repl", "--wait=false")
 	})
 	for _, pf := range []struct{ name, env string }{
 		{"port-forward", ""}, // websocket first, as kubectl does by default

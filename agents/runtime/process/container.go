@@ -91,6 +91,9 @@ func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (*helperSp
 		LogPath:     rec.LogPath,
 		LogMaxBytes: r.cfg.LogMaxBytes,
 		LogMaxFiles: r.cfg.LogMaxFiles,
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.Tty,
 	}
 	hasPath := false
 	for _, kv := range c.Envs {

@@ -41,9 +41,12 @@
 //     the command through the exec helper in the container's namespaces,
 //     cgroup, user, env and working directory.
 //   - The streaming server (k8s.io/cri-streaming, plus websocket
-//     v5.channel.k8s.io for exec, which cri-streaming lacks) listens on
-//     StreamAddr; Start serves it. Port-forward dials 127.0.0.1:<port> inside
-//     the sandbox's namespace. Attach is not supported (codes.Unimplemented).
+//     v5.channel.k8s.io for exec and attach, which cri-streaming lacks)
+//     listens on StreamAddr; Start serves it. Port-forward dials
+//     127.0.0.1:<port> inside the sandbox's namespace. Attach reaches the
+//     container's shim, which owns its stdio (a pty for tty containers, a
+//     pipe kept open for stdin ones) and serves sessions on a unix socket in
+//     the container's directory (attach.go).
 //
 // The runtime needs root (namespaces, mounts, cgroups). Concurrency: a
 // Runtime is safe for concurrent use; Runtime.mu guards the in-memory index

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,6 +33,12 @@ const (
 
 func runShim(dir string) error {
 	status := os.NewFile(statusPipeFD, "status")
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		fmt.Fprint(status, err.Error())
+		status.Close()
+		return err
+	}
 	cmd, logs, err := startInit(dir)
 	if err != nil {
 		fmt.Fprint(status, err.Error())
@@ -59,15 +66,19 @@ func runShim(dir string) error {
 	return superviseInit(dir, cmd, logs)
 }
 
-// shimLogs copies the process's output into the CRI log.
+// shimLogs copies the process's output into the CRI log and to attach
+// sessions.
 type shimLogs struct {
 	log    *criLog
+	hub    *attachHub
 	pipes  []*os.File // read ends, closed to stop a stuck copy
+	stdin  *os.File   // write end of the process's stdin pipe, if any
 	copies sync.WaitGroup
 }
 
-// startInit starts the init helper with its output piped into the log and
-// waits until it has exec'd the command or failed.
+// startInit starts the init helper with its stdio wired to the shim (a pty
+// for tty containers, else pipes; stdin only when the container asks for
+// it) and waits until it has exec'd the command or failed.
 func startInit(dir string) (*exec.Cmd, *shimLogs, error) {
 	var spec helperSpec
 	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
@@ -77,50 +88,107 @@ func startInit(dir string) (*exec.Cmd, *shimLogs, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open log: %w", err)
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
 	failR, failW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
 	}
 	cmd := &exec.Cmd{
-		Path:        selfExe,
-		Args:        []string{helperPrefix + "init", dir},
-		Stdout:      outW,
-		Stderr:      errW,
-		ExtraFiles:  []*os.File{failW},
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path:       selfExe,
+		Args:       []string{helperPrefix + "init", dir},
+		Dir:        "/",
+		ExtraFiles: []*os.File{failW},
 	}
+	logs := &shimLogs{log: log}
+	var childEnds []*os.File // closed once the child has them
+	var outputs []string     // the streams of logs.pipes
+	var ptmx *os.File
+	if spec.Tty {
+		var tty *os.File
+		if ptmx, tty, err = pty.Open(); err != nil {
+			return nil, nil, fmt.Errorf("open pty: %w", err)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		childEnds = append(childEnds, tty)
+		logs.pipes, outputs = []*os.File{ptmx}, []string{"stdout"}
+	} else {
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		cmd.Stdout, cmd.Stderr = outW, errW
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		childEnds = append(childEnds, outW, errW)
+		logs.pipes, outputs = []*os.File{outR, errR}, []string{"stdout", "stderr"}
+		if spec.Stdin {
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				return nil, nil, err
+			}
+			cmd.Stdin, logs.stdin = inR, inW
+			childEnds = append(childEnds, inR)
+		}
+	}
+	l, err := listenAttach(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("attach socket: %w", err)
+	}
+	var stdin io.WriteCloser
+	switch {
+	case ptmx != nil && spec.Stdin:
+		stdin = ptmx
+	case logs.stdin != nil:
+		stdin = logs.stdin
+	}
+	logs.hub = newAttachHub(l, stdin, ptmx, spec.StdinOnce)
+
 	err = cmd.Start()
-	outW.Close()
-	errW.Close()
+	for _, f := range childEnds {
+		f.Close()
+	}
 	failW.Close()
 	if err != nil {
+		logs.hub.Close()
 		return nil, nil, fmt.Errorf("start init: %w", err)
 	}
 	msg, _ := io.ReadAll(failR)
 	failR.Close()
 	if len(msg) > 0 {
 		_ = cmd.Wait()
+		logs.hub.Close()
 		return nil, nil, errors.New(string(msg))
 	}
-	logs := &shimLogs{log: log, pipes: []*os.File{outR, errR}}
-	for i, stream := range []string{"stdout", "stderr"} {
+	for i, stream := range outputs {
+		kind := byte(attachStdout)
+		if stream == "stderr" {
+			kind = attachStderr
+		}
+		src := io.TeeReader(eioIsEOF{logs.pipes[i]}, logs.hub.writer(kind))
 		logs.copies.Add(1)
 		go func() {
 			defer logs.copies.Done()
-			if err := log.copyFrom(stream, logs.pipes[i]); err != nil {
+			if err := log.copyFrom(stream, src); err != nil {
 				fmt.Fprintf(os.Stderr, "copy %s: %v\n", stream, err)
 			}
 		}()
 	}
 	return cmd, logs, nil
+}
+
+// eioIsEOF reads a pty master, which fails with EIO once the last process
+// holding the terminal is gone: that is its end of file.
+type eioIsEOF struct{ r io.Reader }
+
+func (e eioIsEOF) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, syscall.EIO) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // relaySignals forwards the shim's termination signals to the container's
@@ -145,6 +213,10 @@ func superviseInit(dir string, cmd *exec.Cmd, logs *shimLogs) error {
 			p.Close()
 		}
 		<-drained
+	}
+	logs.hub.Close()
+	if logs.stdin != nil {
+		logs.stdin.Close()
 	}
 	logs.log.Close()
 

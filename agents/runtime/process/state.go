@@ -89,6 +89,9 @@ type helperSpec struct {
 	LogPath     string      `json:"logPath"`
 	LogMaxBytes int64       `json:"logMaxBytes"`
 	LogMaxFiles int         `json:"logMaxFiles"`
+	Stdin       bool        `json:"stdin,omitempty"` // kept open for attach sessions
+	StdinOnce   bool        `json:"stdinOnce,omitempty"`
+	Tty         bool        `json:"tty,omitempty"`
 }
 
 type userSpec struct {

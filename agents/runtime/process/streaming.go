@@ -7,8 +7,6 @@ import (
 	"net"
 	"strconv"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
@@ -28,13 +26,33 @@ func (r *Runtime) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runti
 	return resp, err
 }
 
-// Attach is not supported by the process runtime yet: the shim does not
-// expose the process's stdio. It returns codes.Unimplemented.
+// Attach returns the streaming URL for attaching to a running container's
+// stdio, which its shim serves (see attach.go).
 func (r *Runtime) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
 	if _, err := r.runningPID(req.GetContainerId()); err != nil {
 		return nil, err
 	}
-	return nil, status.Error(codes.Unimplemented, "attach is not supported by the process runtime")
+	resp, err := r.stream.GetAttach(req)
+	if err == nil {
+		r.tokens.add(resp.Url, req)
+	}
+	return resp, err
+}
+
+// attachIn attaches sio to a running container: its output from now on, and
+// sio.stdin to its stdin when the container has one (else stdin is ignored).
+func (r *Runtime) attachIn(ctx context.Context, containerID string, sio execIO) error {
+	if _, err := r.runningPID(containerID); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	rec := r.containers[containerID]
+	hasStdin := rec != nil && rec.config.GetStdin()
+	r.mu.Unlock()
+	if !hasStdin {
+		sio.stdin = nil
+	}
+	return attachTo(ctx, r.containerDir(containerID), sio.stdin, sio.stdout, sio.stderr, sio.resize)
 }
 
 // PortForward returns the streaming URL for forwarding ports of a sandbox.
@@ -67,7 +85,14 @@ func (s streamRuntime) Exec(ctx context.Context, containerID string, cmd []strin
 }
 
 func (s streamRuntime) Attach(ctx context.Context, containerID string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
-	return status.Error(codes.Unimplemented, "attach is not supported by the process runtime")
+	sio := execIO{stdin: in, tty: tty, resize: resize}
+	if out != nil {
+		sio.stdout = out
+	}
+	if errw != nil {
+		sio.stderr = errw
+	}
+	return s.r.attachIn(ctx, containerID, sio)
 }
 
 // PortForward connects stream to 127.0.0.1:port in the sandbox's network

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,10 +17,11 @@ import (
 	utilexec "k8s.io/utils/exec"
 )
 
-// k8s.io/cri-streaming serves exec over SPDY and websocket channel protocols
-// v1-v4, but client-go's websocket executor (kubectl since 1.30) speaks
-// v5.channel.k8s.io, which adds closing a stream (stdin EOF). The runtime's
-// handler serves v5 exec itself and hands everything else to cri-streaming.
+// k8s.io/cri-streaming serves exec and attach over SPDY and websocket channel
+// protocols v1-v4, but client-go's websocket executor (kubectl since 1.30)
+// speaks v5.channel.k8s.io, which adds closing a stream (stdin EOF). The
+// runtime's handler serves v5 exec and attach itself and hands everything
+// else to cri-streaming.
 const (
 	v5Protocol   = "v5.channel.k8s.io"
 	execTokenTTL = time.Minute // as cri-streaming's request cache
@@ -30,19 +32,20 @@ const (
 	streamResize = 4
 )
 
-// execTokens remembers exec requests by the token of their URL, for v5.
+// execTokens remembers exec and attach requests (*runtimeapi.ExecRequest,
+// *runtimeapi.AttachRequest) by the token of their URL, for v5.
 type execTokens struct {
 	mu      sync.Mutex // guards pending
 	pending map[string]pendingExec
 }
 
 type pendingExec struct {
-	req     *runtimeapi.ExecRequest
+	req     any
 	expires time.Time
 }
 
 // add records req under the token of url and forgets expired requests.
-func (e *execTokens) add(url string, req *runtimeapi.ExecRequest) {
+func (e *execTokens) add(url string, req any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
@@ -58,7 +61,7 @@ func (e *execTokens) add(url string, req *runtimeapi.ExecRequest) {
 }
 
 // take returns and forgets the request of token (nil if unknown or expired).
-func (e *execTokens) take(token string) *runtimeapi.ExecRequest {
+func (e *execTokens) take(token string) any {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p, ok := e.pending[token]
@@ -72,48 +75,57 @@ func (e *execTokens) take(token string) *runtimeapi.ExecRequest {
 // ServeHTTP is the streaming server's handler; Start serves it on the
 // StreamAddr listener, consumers may also mount it elsewhere.
 func (r *Runtime) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if path.Base(path.Dir(req.URL.Path)) == "exec" && wsstream.IsWebSocketRequestWithStreamCloseProtocol(req) {
-		if execReq := r.tokens.take(path.Base(req.URL.Path)); execReq != nil {
-			r.serveExecV5(w, req, execReq)
+	if kind := path.Base(path.Dir(req.URL.Path)); (kind == "exec" || kind == "attach") && wsstream.IsWebSocketRequestWithStreamCloseProtocol(req) {
+		switch sreq := r.tokens.take(path.Base(req.URL.Path)).(type) {
+		case *runtimeapi.ExecRequest:
+			r.serveV5(w, req, v5Session{stdin: sreq.Stdin, stdout: sreq.Stdout, stderr: sreq.Stderr, tty: sreq.Tty},
+				func(ctx context.Context, sio execIO) error { return r.execIn(ctx, sreq.ContainerId, sreq.Cmd, sio) })
+			return
+		case *runtimeapi.AttachRequest:
+			r.serveV5(w, req, v5Session{stdin: sreq.Stdin, stdout: sreq.Stdout, stderr: sreq.Stderr, tty: sreq.Tty},
+				func(ctx context.Context, sio execIO) error { return r.attachIn(ctx, sreq.ContainerId, sio) })
 			return
 		}
 	}
 	r.stream.ServeHTTP(w, req)
 }
 
-// serveExecV5 runs an exec over a v5.channel.k8s.io websocket.
-func (r *Runtime) serveExecV5(w http.ResponseWriter, req *http.Request, execReq *runtimeapi.ExecRequest) {
+// v5Session are the streams an exec or attach asked for.
+type v5Session struct{ stdin, stdout, stderr, tty bool }
+
+// serveV5 runs an exec or attach over a v5.channel.k8s.io websocket.
+func (r *Runtime) serveV5(w http.ResponseWriter, req *http.Request, s v5Session, run func(context.Context, execIO) error) {
 	channels := []wsstream.ChannelType{
-		enabled(execReq.Stdin, wsstream.ReadChannel),
-		enabled(execReq.Stdout, wsstream.WriteChannel),
-		enabled(execReq.Stderr && !execReq.Tty, wsstream.WriteChannel),
+		enabled(s.stdin, wsstream.ReadChannel),
+		enabled(s.stdout, wsstream.WriteChannel),
+		enabled(s.stderr && !s.tty, wsstream.WriteChannel),
 		wsstream.WriteChannel, // error: the final status
-		enabled(execReq.Tty, wsstream.ReadChannel),
+		enabled(s.tty, wsstream.ReadChannel),
 	}
 	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{v5Protocol: {Binary: true, Channels: channels}})
 	conn.SetIdleTimeout(4 * time.Hour)
 	_, streams, err := conn.Open(w, req)
 	if err != nil {
-		r.log.Error("websocket exec upgrade", "err", err)
+		r.log.Error("websocket stream upgrade", "err", err)
 		return
 	}
 	defer conn.Close()
-	sio := execIO{tty: execReq.Tty}
-	if execReq.Stdin {
+	sio := execIO{tty: s.tty}
+	if s.stdin {
 		sio.stdin = streams[streamStdin]
 	}
-	if execReq.Stdout {
+	if s.stdout {
 		sio.stdout = streams[streamStdout]
 	}
-	if execReq.Stderr && !execReq.Tty {
+	if s.stderr && !s.tty {
 		sio.stderr = streams[streamStderr]
 	}
-	if execReq.Tty {
+	if s.tty {
 		resize := make(chan remotecommand.TerminalSize)
 		go decodeResizes(streams[streamResize], resize)
 		sio.resize = resize
 	}
-	err = r.execIn(req.Context(), execReq.ContainerId, execReq.Cmd, sio)
+	err = run(req.Context(), sio)
 	writeExecStatus(streams[streamError], err)
 }
 
