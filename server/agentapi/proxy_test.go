@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
@@ -164,6 +165,8 @@ func attach(t *testing.T, en *env) {
 	}
 }
 
+// portForward: through client-go's SPDY dialer, and its SPDY-over-websocket tunneling dialer (kubectl's
+// default since 1.31), which the server bridges to the kubelet's SPDY port-forward.
 func portForward(t *testing.T, en *env) {
 	cfg := en.config("c1", "admin")
 	u := en.client("c1", "admin").CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("web").
@@ -172,7 +175,31 @@ func portForward(t *testing.T, en *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, "POST", u)
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialer(u, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, dialer := range map[string]httpstream.Dialer{
+		"spdy":      spdy.NewDialer(upgrader, &http.Client{Transport: rt}, "POST", u),
+		"websocket": wsDialer,
+	} {
+		t.Run(name, func(t *testing.T) { forwardAndTalk(t, dialer) })
+	}
+
+	// A pod whose agent is away: the websocket client gets the API's Status, not an upgrade.
+	lost := en.client("c1", "admin").CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("lost").
+		SubResource("portforward").URL()
+	d, err := portforward.NewSPDYOverWebsocketDialer(lost, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Dial(portforward.PortForwardProtocolV1Name); err == nil || !strings.Contains(err.Error(), "node n9's agent is not connected") {
+		t.Errorf("websocket port-forward to a pod whose agent is away: %v", err)
+	}
+}
+
+// forwardAndTalk forwards a local port to the pod's 8080 with dialer and talks to the fake kubelet's echo.
+func forwardAndTalk(t *testing.T, dialer httpstream.Dialer) {
 	stop, ready := make(chan struct{}), make(chan struct{})
 	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
 	if err != nil {
@@ -190,19 +217,21 @@ func portForward(t *testing.T, en *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	for _, l := range []string{"ping\n", "pong\n"} {
-		if _, err := io.WriteString(c, l); err != nil {
+	for range 2 { // two connections through one port-forward
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := br.ReadString('\n'); err != nil || got != "8080:"+l {
-			t.Fatalf("forwarded: %q %v", got, err)
+		br := bufio.NewReader(c)
+		for _, l := range []string{"ping\n", "pong\n"} {
+			if _, err := io.WriteString(c, l); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := br.ReadString('\n'); err != nil || got != "8080:"+l {
+				t.Fatalf("forwarded: %q %v", got, err)
+			}
 		}
+		c.Close()
 	}
 }
 
