@@ -151,6 +151,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer rt.Close()
+	if err := reclaimAddresses(ctx, podNet, rt, log); err != nil {
+		log.Warn("reclaiming pod addresses failed", "err", err)
+	}
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/join"
 	"github.com/wheelhouse-dev/wheelhouse/agents/network"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
 )
 
 // defaultClusterCIDR is tenancy's default pod CIDR, for an identity kept before joins reported the cluster's.
@@ -130,4 +131,22 @@ func peerRoute(node *corev1.Node, self string) (netip.Prefix, netip.Addr, bool) 
 		}
 	}
 	return netip.Prefix{}, netip.Addr{}, false
+}
+
+// reclaimAddresses releases the pod addresses (and veth pairs) of sandboxes the runtime no longer has: they
+// vanished while the agent was down. It runs before any pod worker, so no sandbox is being created.
+func reclaimAddresses(ctx context.Context, n *network.Network, rt runtime.Runtime, log *slog.Logger) error {
+	sandboxes, err := rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(sandboxes))
+	for _, sb := range sandboxes {
+		live[sb.Id] = true
+	}
+	gone, err := n.Reclaim(ctx, live)
+	if len(gone) > 0 {
+		log.Info("released the pod addresses of vanished sandboxes", "sandboxes", gone)
+	}
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -254,6 +255,30 @@ func (n *Network) detach(sandboxID string) error {
 		return fmt.Errorf("delete veth %s: %w", name, err)
 	}
 	return nil
+}
+
+// Reclaim tears down the sandboxes that hold an address but are not live (their runtime lost them while the
+// agent was away: a reboot, a removed state directory) and returns their IDs. Call it before sandboxes are
+// created, with every sandbox the runtime knows as live.
+func (n *Network) Reclaim(ctx context.Context, live map[string]bool) ([]string, error) {
+	held, err := n.Allocations()
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	var gone []string
+	var errs []error
+	for id := range held {
+		if live[id] {
+			continue
+		}
+		if err := n.TearDown(ctx, id, ""); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		gone = append(gone, id)
+	}
+	slices.Sort(gone)
+	return gone, errors.Join(errs...)
 }
 
 // Allocations are the addresses held, by sandbox ID.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,6 +257,37 @@ func TestSetUpFailureLeavesNothing(t *testing.T) {
 	}
 	if _, err := nsHandle(t, node).LinkByName(hostInterface("x")); !notFound(err) {
 		t.Fatalf("veth left behind: %v", err)
+	}
+}
+
+// TestReclaim: addresses of sandboxes the runtime no longer knows are released and their veth pairs deleted;
+// live ones keep theirs.
+func TestReclaim(t *testing.T) {
+	dir := t.TempDir()
+	node := newNS(t, dir, "node")
+	n := newNetwork(t, Config{PodCIDR: podCIDRA, ClusterCIDR: clusterCIDR, StateDir: t.TempDir(), NetNS: node})
+	if err := n.Setup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	kept := setUp(t, n, "kept", newNS(t, dir, "pod-kept"))
+	setUp(t, n, "lost", newNS(t, dir, "pod-lost"))
+	gone, err := n.Reclaim(t.Context(), map[string]bool{"kept": true})
+	if err != nil || !slices.Equal(gone, []string{"lost"}) {
+		t.Fatalf("Reclaim: %v, %v; want [lost]", gone, err)
+	}
+	held, err := n.Allocations()
+	if err != nil || len(held) != 1 || held["kept"].String() != kept {
+		t.Fatalf("allocations after Reclaim: %v, %v", held, err)
+	}
+	h := nsHandle(t, node)
+	if _, err := h.LinkByName(hostInterface("lost")); !notFound(err) {
+		t.Fatalf("the lost sandbox's veth after Reclaim: %v", err)
+	}
+	if _, err := h.LinkByName(hostInterface("kept")); err != nil {
+		t.Fatalf("the live sandbox's veth: %v", err)
+	}
+	if gone, err := n.Reclaim(t.Context(), map[string]bool{"kept": true}); err != nil || len(gone) != 0 {
+		t.Fatalf("Reclaim again: %v, %v", gone, err)
 	}
 }
 
