@@ -97,6 +97,7 @@ func TestAgents(t *testing.T) {
 		{"liveness probe restarts", c.testLiveness},
 		{"memory limit OOMKills", c.testOOM},
 		{"crash loop backs off", c.testCrashLoop},
+		{"pods the runtime cannot run", c.testUnrunnable},
 		{"logs exec attach port-forward", c.testStreaming},
 		{"agent restart keeps pods", c.testAgentRestart},
 		{"server restart keeps pods", c.testServerRestart},
@@ -336,6 +337,48 @@ func (c *agentCluster) testCrashLoop(t *testing.T) {
 	contains(t, c.k.must("", "get", "events", "--field-selector", "involvedObject.name=crasher"), "BackOff")
 	contains(t, c.k.must("", "logs", "crasher"), "crashing on purpose")
 	c.k.must("", "delete", "pod", "crasher", "--wait=false")
+}
+
+// testUnrunnable: a missing command, a volume type nodes do not support and a probe on a port the container
+// does not have each get a reason and an event; the node's other pods carry on.
+func (c *agentCluster) testUnrunnable(t *testing.T) {
+	c.k.must(podManifest("nocmd", "/no/such/program", "x", ""), "apply", "-f", "-")
+	c.k.must(podManifest("nopvc", c.podBin, "tick", `    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: absent}
+`), "apply", "-f", "-")
+	c.k.must(podManifest("badprobe", c.podBin, "tick", `    readinessProbe:
+      httpGet: {path: /, port: nope}
+      periodSeconds: 1
+`), "apply", "-f", "-")
+	waiting := func(name string) string {
+		out, _ := c.k.run("", "get", "pod", name, "-o", "jsonpath={.status.containerStatuses[0].state.waiting.reason}")
+		return out
+	}
+	eventually(t, 60*time.Second, "nocmd cannot start", func() (bool, string) {
+		r := waiting("nocmd")
+		return r == "RunContainerError" || r == "CrashLoopBackOff", r
+	})
+	contains(t, c.k.must("", "get", "events", "--field-selector", "involvedObject.name=nocmd"), "Failed", "/no/such/program")
+	eventually(t, 60*time.Second, "nopvc waits on its volume", func() (bool, string) {
+		r := waiting("nopvc")
+		return r == "CreateContainerConfigError", r
+	})
+	contains(t, c.k.must("", "get", "events", "--field-selector", "involvedObject.name=nopvc"), "FailedMount", `volume "data"`)
+	eventually(t, 60*time.Second, "badprobe's probe errors reported", func() (bool, string) {
+		out, _ := c.k.run("", "get", "events", "--field-selector", "involvedObject.name=badprobe")
+		return strings.Contains(out, "Unhealthy") && strings.Contains(out, `no container port named "nope"`), out
+	})
+	p := c.pod(t, "badprobe")
+	if p.Status.Phase != corev1.PodRunning || podReady(p) {
+		t.Errorf("badprobe: phase %s, ready %v; want Running and not ready", p.Status.Phase, podReady(p))
+	}
+	// The other pods carry on.
+	for _, web := range c.webOn {
+		contains(t, c.k.must("", "exec", web, "--", c.podBin, "get", "http://127.0.0.1:8080/"), "hello from "+web)
+	}
+	c.k.must("", "delete", "pod", "nocmd", "nopvc", "badprobe", "--wait=false")
 }
 
 func (c *agentCluster) testStreaming(t *testing.T) {
