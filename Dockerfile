@@ -23,6 +23,15 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
         -X github.com/wheelhouse-dev/wheelhouse/version.Version=${VERSION} \
         -X github.com/wheelhouse-dev/wheelhouse/version.Commit=${COMMIT}" \
       -o /out/wheelhouse ./cmd/wheelhouse
+# The node agent for both architectures, served by /platform/v1/agent/binary to machines that join.
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    for arch in amd64 arm64; do \
+      CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=false \
+        -ldflags "-s -w \
+          -X github.com/wheelhouse-dev/wheelhouse/version.Version=${VERSION} \
+          -X github.com/wheelhouse-dev/wheelhouse/version.Commit=${COMMIT}" \
+        -o /out/agents/wheelhouse-linux-$arch ./cmd/wheelhouse || exit 1; \
+    done
 
 FROM debian:bookworm-slim
 # PostgreSQL server binaries for the embedded default, without the distribution's own cluster: Wheelhouse runs
@@ -36,8 +45,10 @@ RUN mkdir -p /etc/postgresql-common/createcluster.d \
 RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/wheelhouse --shell /usr/sbin/nologin wheelhouse \
  && install -d -o wheelhouse -g wheelhouse -m 0700 /var/lib/wheelhouse
 COPY --from=build /out/wheelhouse /usr/local/bin/wheelhouse
+COPY --from=build /out/agents /usr/local/lib/wheelhouse/agents
 USER 10001:10001
 ENV WHEELHOUSE_DATA_DIR=/var/lib/wheelhouse
 VOLUME /var/lib/wheelhouse
 EXPOSE 8080
+ENV WHEELHOUSE_AGENT_BINARY_DIR=/usr/local/lib/wheelhouse/agents
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/wheelhouse", "server", "--listen", "0.0.0.0:8080"]

@@ -13,13 +13,19 @@ DATA_DIR  ?= ./.wheelhouse
 TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run kubectl test lint bench perf perf-api perf-sched perf-agent clean
+.PHONY: help build run kubectl test lint bench perf perf-api perf-sched perf-agent clean agents
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 build: ## Build bin/wheelhouse
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wheelhouse
+
+agents: ## Cross-build the node agent for linux/amd64 and linux/arm64 into dist/agents (serve them with --agent-binary-dir dist/agents)
+	@mkdir -p dist/agents
+	for arch in amd64 arm64; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/agents/wheelhouse-linux-$$arch ./cmd/wheelhouse || exit 1; \
+	done
 
 run: ## Run the server on its own local PostgreSQL with a local node agent (installs PostgreSQL first when missing)
 	@scripts/ensure-postgres.sh
@@ -40,9 +46,10 @@ test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL, ip,
 		$(GO) run ./cmd/testenv -- $(GO) test $(TEST_FLAGS) ./... ; \
 	fi
 
-lint: ## gofmt, go vet, staticcheck
+lint: ## gofmt, go vet (amd64 and arm64), staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=linux GOARCH=arm64 $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
 bench: ## Go benchmarks of the store, the Kubernetes API, RBAC (real PostgreSQL) and the scheduler
@@ -66,4 +73,4 @@ perf-agent: ## Node agent perf harness (pod startup on real agents, agent memory
 	cd perf && $(GO) run ./cmd/agentperf --out ../docs/perf.md --json results/agent.json
 
 clean: ## Remove build output (not the data directory)
-	rm -rf bin
+	rm -rf bin dist
