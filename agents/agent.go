@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -163,14 +164,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := id.TLSConfig()
-	if err != nil {
-		return err
-	}
-	tunnelURL, err := connectURL(id.APIServer)
-	if err != nil {
-		return err
-	}
 	log.Info("agent running", "server", id.Server, "version", version.Get().GitVersion)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -185,15 +178,24 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Error("the pod manager stopped", "err", err)
 		}
 	})
-	wg.Go(func() {
-		err := tunnel.Serve(ctx, tunnel.Config{URL: tunnelURL, Token: id.Credential, TLS: tlsCfg, Handler: pods.APIHandler(),
-			Logger: log.With("component", "tunnel")})
-		if err != nil && ctx.Err() == nil {
-			log.Error("the tunnel stopped", "err", err)
-		}
-	})
+	wg.Go(func() { serveTunnel(ctx, id, pods.APIHandler(), log) })
 	wg.Wait()
 	return nil
+}
+
+// serveTunnel keeps the node's tunnel to the server, serving h (its kubelet API), until ctx ends.
+func serveTunnel(ctx context.Context, id *join.Identity, h http.Handler, log *slog.Logger) {
+	tlsCfg, err := id.TLSConfig()
+	if err == nil {
+		var u string
+		if u, err = connectURL(id.APIServer); err == nil {
+			err = tunnel.Serve(ctx, tunnel.Config{URL: u, Token: id.Credential, TLS: tlsCfg, Handler: h,
+				Logger: log.With("component", "tunnel")})
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		log.Error("the tunnel stopped", "err", err)
+	}
 }
 
 // connectURL is the tunnel endpoint of the cluster API at apiServer (https → wss).

@@ -5,8 +5,9 @@ package agents
 // (<prefix>-<i>), its own credential (joined with one token allowing N uses) and identity dir, registration, a
 // Lease renewed every 10 s, its status, an informer over the pods bound to it and one worker per pod writing
 // their statuses and events — on the in-memory runtime (agents/runtime/fake): containers are Running at once
-// and every probe and lifecycle hook succeeds (kubelet.PodsConfig.HandlersSucceed). Left out: the pod network
-// (pods get no IP: the fake runtime reports none), the tunnel (logs, exec and port-forward of hollow pods fail),
+// and every probe and lifecycle hook succeeds (kubelet.PodsConfig.HandlersSucceed). Each node keeps its own
+// tunnel to the server, serving its kubelet API (healthz, nodes/proxy, pod logs; exec and port-forward of the
+// fake runtime's containers fail). Left out: the pod network (pods get no IP: the fake runtime reports none),
 // route syncing and the host's real facts (a synthetic machine of 4 CPUs, 16 GiB and 110 pods, InternalIP
 // 10.250.x.y from the node's index).
 //
@@ -53,6 +54,7 @@ type hollowNode struct {
 	name  string
 	index int
 	cs    kubernetes.Interface
+	id    *join.Identity // nil in tests that give the node no tunnel
 }
 
 // hollowOptions is what every hollow node shares.
@@ -91,7 +93,7 @@ func runHollow(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("hollow node %s: %w", name, err)
 		}
-		nodes[i] = hollowNode{name: name, index: i, cs: cs}
+		nodes[i] = hollowNode{name: name, index: i, cs: cs, id: id}
 		return nil
 	})
 	if err != nil {
@@ -183,6 +185,9 @@ func runHollowNode(ctx context.Context, n hollowNode, node *kubelet.Node, delay 
 			log.Error("the pod manager stopped", "err", err)
 		}
 	})
+	if n.id != nil {
+		wg.Go(func() { serveTunnel(ctx, n.id, pods.APIHandler(), log) })
+	}
 	wg.Wait()
 }
 

@@ -41,7 +41,7 @@ func TestUpOnEmptyDatabase(t *testing.T) {
 	}
 	for _, table := range []string{"wh_meta", "wh_compact", "objects", "history", "goose_db_version",
 		"teams", "clusters", "users", "memberships", "api_tokens", "invitations", "join_tokens", "audit_log",
-		"sessions"} {
+		"sessions", "node_credentials", "agent_tunnels"} {
 		var n int
 		if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
 			t.Errorf("table %s: %v", table, err)

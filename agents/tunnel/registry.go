@@ -25,7 +25,21 @@ type RegistryConfig struct {
 	Logger *slog.Logger
 	// Keepalive is the websocket ping interval (default DefaultKeepalive).
 	Keepalive time.Duration
+	// Directory, when set, learns which tunnels this server holds, so other server replicas can forward
+	// requests for those nodes here.
+	Directory Directory
 }
+
+// Directory records the tunnels a server holds (server replicas share one, in the database).
+type Directory interface {
+	// Record says this server now holds k's tunnel.
+	Record(ctx context.Context, k Key) error
+	// Forget says this server no longer holds k's tunnel (if another server has it by now, that stays).
+	Forget(ctx context.Context, k Key) error
+}
+
+// directoryTimeout bounds a Directory call.
+const directoryTimeout = 5 * time.Second
 
 // Key names one node of one cluster.
 type Key struct{ Cluster, Node string }
@@ -87,12 +101,34 @@ func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster, nod
 		return nil
 	}
 	log.Info("agent connected")
+	r.tellDirectory(req.Context(), k, true, log)
 	start := time.Now()
 	<-sess.CloseChan()
 	_ = conn.Close()
-	r.remove(k, sess)
+	if r.remove(k, sess) {
+		r.tellDirectory(req.Context(), k, false, log)
+	}
 	log.Info("agent disconnected", "up", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// tellDirectory records (or forgets) k's tunnel in the Directory, if there is one. A failure is logged: the
+// tunnel works on this server regardless, only forwarding from other replicas misses it.
+func (r *Registry) tellDirectory(ctx context.Context, k Key, connected bool, log *slog.Logger) {
+	if r.cfg.Directory == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), directoryTimeout)
+	defer cancel()
+	var err error
+	if connected {
+		err = r.cfg.Directory.Record(ctx, k)
+	} else {
+		err = r.cfg.Directory.Forget(ctx, k)
+	}
+	if err != nil {
+		log.Warn("cannot update the tunnel directory", "connected", connected, "err", err)
+	}
 }
 
 // register makes sess the tunnel of k, closing the one it replaces; false once the Registry is closed.
@@ -112,13 +148,15 @@ func (r *Registry) register(k Key, sess *yamux.Session) bool {
 	return true
 }
 
-// remove forgets sess as k's tunnel unless a newer one replaced it.
-func (r *Registry) remove(k Key, sess *yamux.Session) {
+// remove forgets sess as k's tunnel unless a newer one replaced it, and reports whether it did.
+func (r *Registry) remove(k Key, sess *yamux.Session) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sessions[k] == sess {
 		delete(r.sessions, k)
+		return true
 	}
+	return false
 }
 
 func (r *Registry) session(cluster, node string) *yamux.Session {
@@ -173,9 +211,12 @@ func (r *Registry) Transport(cluster, node string) http.RoundTripper {
 func (r *Registry) Close() {
 	r.mu.Lock()
 	r.closed = true
-	sessions := r.sessions
-	r.sessions = map[Key]*yamux.Session{}
+	sessions := make([]*yamux.Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		sessions = append(sessions, s)
+	}
 	r.mu.Unlock()
+	// Each Accept then removes its session (and tells the Directory).
 	for _, s := range sessions {
 		_ = s.Close()
 	}

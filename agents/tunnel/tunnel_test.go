@@ -382,3 +382,43 @@ func dialRaw(t *testing.T, s *server, cluster, node string, read bool) *yamux.Se
 	t.Cleanup(func() { sess.Close() })
 	return sess
 }
+
+// directoryLog records what a Registry tells its Directory, in order.
+type directoryLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (d *directoryLog) Record(_ context.Context, k Key) error { return d.add("record " + k.Node) }
+func (d *directoryLog) Forget(_ context.Context, k Key) error { return d.add("forget " + k.Node) }
+
+func (d *directoryLog) add(e string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.events = append(d.events, e)
+	return nil
+}
+
+func (d *directoryLog) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return strings.Join(d.events, ", ")
+}
+
+// TestDirectory: the Registry records a tunnel when it connects and forgets it when it goes, including at
+// Close.
+func TestDirectory(t *testing.T) {
+	s := newServer(t, testKeepalive)
+	dir := &directoryLog{}
+	s.reg.cfg.Directory = dir
+	stop, done := startAgent(t, s, "c1", "n1", kubelet("n1"))
+	eventually(t, "n1 connected", func() bool { return s.reg.Connected("c1", "n1") })
+	stop()
+	<-done
+	eventually(t, "n1's tunnel forgotten", func() bool { return dir.String() == "record n1, forget n1" })
+
+	startAgent(t, s, "c1", "n2", kubelet("n2"))
+	eventually(t, "n2 connected", func() bool { return s.reg.Connected("c1", "n2") })
+	s.reg.Close()
+	eventually(t, "n2's tunnel forgotten at Close", func() bool { return dir.String() == "record n1, forget n1, record n2, forget n2" })
+}

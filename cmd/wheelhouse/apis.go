@@ -35,7 +35,7 @@ import (
 // apis bootstraps the first team, cluster and admin (printing generated secrets once), makes sure every
 // cluster has its system objects, and returns the routes of the Kubernetes API of every cluster and of the
 // platform API. caPEM is the CA of the serving certificate (nil for a given certificate). The caller closes ten.
-func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.Store, caPEM []byte, log *slog.Logger) ([]func(*echo.Echo), func(), error) {
+func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.Store, caPEM []byte, self replica, log *slog.Logger) ([]func(*echo.Echo), func(), error) {
 	// install.sh and the agent binaries, public: machines fetch them before they join.
 	installer, err := install.New(install.Config{BinaryDir: cfg.AgentBinaryDir, Logger: log.With("component", "install")})
 	if err != nil {
@@ -64,10 +64,12 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	auditW := ten.NewAuditWriter(tenancy.AuditWriterConfig{})
 	saTokens := satoken.New(ten, nil)
 	// Node agents keep their tunnels on the agent endpoint; pods/log, exec, attach, portforward and nodes/proxy
-	// reach kubelets through them.
-	tunnels := tunnel.NewRegistry(tunnel.RegistryConfig{Logger: log.With("component", "tunnel")})
+	// reach kubelets through them, on whichever replica holds the node's tunnel (the directory in the database
+	// says which).
+	dir := tunnelDirectory{ten: ten, self: self}
+	tunnels := tunnel.NewRegistry(tunnel.RegistryConfig{Logger: log.With("component", "tunnel"), Directory: dir})
 	agents, err := agentapi.New(agentapi.Config{Authenticator: tokenAuthenticator{ten}, Tunnels: tunnels,
-		Logger: log.With("component", "agentapi")})
+		Peers: dir, PeerTransport: self.transport, Logger: log.With("component", "agentapi")})
 	if err != nil {
 		auditW.Close()
 		return nil, nil, err
@@ -144,7 +146,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	ctrlDone := make(chan struct{})
 	go func() {
 		defer close(ctrlDone)
-		err := leader.Run(ctrlCtx, leader.Config{Store: st, Identity: replicaIdentity(), Logger: log.With("component", "leader")},
+		err := leader.Run(ctrlCtx, leader.Config{Store: st, Identity: self.id, Logger: log.With("component", "leader")},
 			func(lctx context.Context) {
 				deps.Events = controllers.NewEvents(deps)
 				defer deps.Events.Close()

@@ -110,6 +110,9 @@ func TestServerConfigValidate(t *testing.T) {
 		{"NaN eviction rate", func(c *serverConfig) { c.NodeEvictionRate = "NaN" }, "--node-eviction-rate"},
 		{"bad local agent", func(c *serverConfig) { c.LocalAgent = "yes" }, "--local-agent"},
 		{"bad toleration seconds", func(c *serverConfig) { c.DefaultTolerationSeconds = "5m" }, "--default-toleration-seconds"},
+		{"advertise URL", func(c *serverConfig) { c.AdvertiseURL = "https://replica-1.internal:8443" }, ""},
+		{"advertise URL without a scheme", func(c *serverConfig) { c.AdvertiseURL = "replica-1:8443" }, "--advertise-url"},
+		{"advertise URL with a path", func(c *serverConfig) { c.AdvertiseURL = "https://lb/clusters" }, "--advertise-url"},
 		{"missing scheduler config", func(c *serverConfig) { c.SchedulerConfig = "/nonexistent/sched.yaml" }, "--scheduler-config"},
 		{"invalid scheduler config", func(c *serverConfig) { c.SchedulerConfig = badSchedulerConfig }, "profiles[0].plugins.score.enabled[0].weight: Invalid value: 500"},
 	} {

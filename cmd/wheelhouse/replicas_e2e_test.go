@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"strings"
 	"slices"
 	"syscall"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -218,4 +221,59 @@ func TestControllersFailOver(t *testing.T) {
 	a.stop(t, syscall.SIGTERM)
 	b.waitLogged(t, "leading: starting controllers and scheduler")
 	deploy(cb, "after")
+}
+
+// TestNodeTunnelAcrossReplicas: a node's agent keeps its tunnel on one replica; requests for its kubelet that
+// reach the other replica are forwarded to the one holding the tunnel, and once the agent is gone both say so.
+func TestNodeTunnelAcrossReplicas(t *testing.T) {
+	bin := buildBinary(t)
+	dataDir := t.TempDir()
+	env := []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t), "WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}
+	a := startServer(t, bin, env, "--data-dir", dataDir)
+	a.waitReady(t)
+	b := startServer(t, bin, env, "--data-dir", t.TempDir())
+	b.waitReady(t)
+	ca, cb := clientFor(t, bin, a.url, dataDir), clientFor(t, bin, b.url, dataDir)
+	out, err := exec.Command(bin, "join-token", "create", "--server", a.url, "--token", e2eToken,
+		"--cluster", "default", "--data-dir", dataDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("wheelhouse join-token create: %v\n%s", err, out)
+	}
+	agent := exec.Command(bin, "agent", "--hollow", "1", "--node-name", "far", "--server", a.url,
+		"--token", strings.TrimSpace(string(out)), "--data-dir", t.TempDir())
+	var agentLog logLines
+	agent.Stdout, agent.Stderr = &agentLog, &agentLog
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	agentDone := make(chan struct{})
+	go func() { _ = agent.Wait(); close(agentDone) }()
+	t.Cleanup(func() {
+		_ = agent.Process.Kill()
+		<-agentDone
+		if t.Failed() {
+			t.Logf("agent log:\n%s", agentLog.String())
+		}
+	})
+	const node = "far-0"
+	healthz := func(c kubernetes.Interface) (string, error) {
+		b, err := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/" + node + "/proxy/healthz").DoRaw(t.Context())
+		return string(b), err
+	}
+	eventually(t, 30*time.Second, "the node's kubelet reachable through replica A, which holds its tunnel", func() (bool, string) {
+		got, err := healthz(ca)
+		return err == nil && got == "ok", fmt.Sprint(got, err)
+	})
+	if got, err := healthz(cb); err != nil || got != "ok" {
+		t.Fatalf("through replica B (forwarded to A): %q, %v", got, err)
+	}
+
+	_ = agent.Process.Kill()
+	<-agentDone
+	for name, c := range map[string]kubernetes.Interface{"A": ca, "B": cb} {
+		eventually(t, 60*time.Second, "replica "+name+" reporting the agent gone", func() (bool, string) {
+			body, err := healthz(c) // client-go's error is generic for a 503; the Status is in the body
+			return apierrors.IsServiceUnavailable(err) && strings.Contains(body, "node far-0's agent is not connected"), fmt.Sprint(body, err)
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +62,10 @@ type serverConfig struct {
 	LocalAgent string
 	// AgentBinaryDir holds prebuilt agents, wheelhouse-linux-<arch>, for the arches other than the server's own.
 	AgentBinaryDir string
+	// AdvertiseURL is where the other server replicas reach this one (to forward requests for nodes whose agent
+	// tunnel this replica holds); empty: the scheme, the listen address's host (the host name when it listens on
+	// every address) and the port.
+	AdvertiseURL string
 }
 
 // nodeLifecycle is the node lifecycle controller's configuration; call it only on a valid config.
@@ -121,6 +126,11 @@ func (c serverConfig) Validate() error {
 	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		return fmt.Errorf("--log-level/WHEELHOUSE_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	}
+	if c.AdvertiseURL != "" {
+		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("--advertise-url/WHEELHOUSE_ADVERTISE_URL %q: want scheme://host:port", c.AdvertiseURL)
+		}
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format/WHEELHOUSE_LOG_FORMAT %q: want text or json", c.LogFormat)
 	}
@@ -167,6 +177,7 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.NodeEvictionRate, "node-eviction-rate", "WHEELHOUSE_NODE_EVICTION_RATE", "0.1", "nodes per second, per cluster, given the NoExecute taints that evict their pods"},
 		{&cfg.LocalAgent, "local-agent", "WHEELHOUSE_LOCAL_AGENT", "off", "run a node agent of the default cluster on this machine as a child process: on or off (needs root)"},
 		{&cfg.DefaultTolerationSeconds, "default-toleration-seconds", "WHEELHOUSE_DEFAULT_TOLERATION_SECONDS", "300", "seconds a new pod tolerates the not-ready and unreachable taints unless it says otherwise (negative: add no such tolerations)"},
+		{&cfg.AdvertiseURL, "advertise-url", "WHEELHOUSE_ADVERTISE_URL", "", "URL the other server replicas reach this one at (they forward requests for nodes whose agent is connected here); default: scheme://<listen host or host name>:<port>"},
 		{&cfg.AgentBinaryDir, "agent-binary-dir", "WHEELHOUSE_AGENT_BINARY_DIR", "", "directory of prebuilt agents named wheelhouse-linux-<arch>, served to machines of other architectures than the server's (which gets the server's own executable)"},
 	}
 	for _, b := range bindings {
@@ -249,12 +260,23 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	mount, closeAPI, err := apis(ctx, cfg, ten, st, caPEM, log)
+	// Listening before the APIs exist tells the replica its own address, which it advertises to the others.
+	l, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	self, err := replicaSelf(cfg, l.Addr(), tlsCfg != nil, caPEM)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	mount, closeAPI, err := apis(ctx, cfg, ten, st, caPEM, self, log)
+	if err != nil {
+		l.Close()
 		return err
 	}
 	defer closeAPI()
-	srv, err := server.New(server.Config{Listen: cfg.Listen, Store: st, Logger: log.With("component", "http"),
+	srv, err := server.New(server.Config{Listener: l, Store: st, Logger: log.With("component", "http"),
 		Mount: mount, TLS: tlsCfg})
 	if err != nil {
 		return err

@@ -31,7 +31,18 @@ type Config struct {
 	Authenticator Authenticator
 	// Tunnels holds this server's agent tunnels.
 	Tunnels *tunnel.Registry
-	Logger  *slog.Logger
+	// Peers, when set, finds the server replica holding a node's tunnel when this one does not hold it;
+	// requests for that node are then forwarded there over PeerTransport (default http.DefaultTransport).
+	Peers         PeerLocator
+	PeerTransport http.RoundTripper
+	Logger        *slog.Logger
+}
+
+// PeerLocator finds the server replica holding the tunnel of node in cluster.
+type PeerLocator interface {
+	// TunnelPeer returns the base URL of the replica holding the tunnel; false when no replica (or only this
+	// one) holds it.
+	TunnelPeer(ctx context.Context, cluster, node string) (string, bool, error)
 }
 
 // Validate reports a Config that cannot work.
@@ -57,6 +68,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.PeerTransport == nil {
+		cfg.PeerTransport = http.DefaultTransport
 	}
 	return &API{cfg: cfg, log: cfg.Logger}, nil
 }

@@ -28,6 +28,9 @@ func (a *API) Connect(w http.ResponseWriter, r *http.Request, req kubeapi.Connec
 		w.WriteHeader(http.StatusNoContent) // upstream: the logs of a pod without a node are an empty stream
 		return nil
 	}
+	if peer, ok := a.tunnelPeer(r, req.Cluster, t.node); ok {
+		return a.forward(w, r, peer, t.node)
+	}
 	if p := tunnelingProtocol(r); p != "" && req.Subresource == "portforward" {
 		return a.tunnelSPDY(w, r, req.Cluster, t, p)
 	}
