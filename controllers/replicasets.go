@@ -34,6 +34,35 @@ var (
 	replicaSetKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 )
 
+// burstReplicas is how many pods one sync creates at most (kube-controller-manager's default).
+const burstReplicas = 500
+
+// slowStartBatch calls fn count times, in batches of 1, 2, 4, ... run in parallel, stopping after the first
+// batch with an error; it returns how many calls succeeded and the first error.
+func slowStartBatch(ctx context.Context, count int, fn func(context.Context) error) (int, error) {
+	done := 0
+	for batch := 1; done < count; batch *= 2 {
+		n := min(batch, count-done)
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if err := fn(ctx); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		failed := len(errs)
+		done += n - failed
+		if failed > 0 {
+			return done, <-errs
+		}
+	}
+	return done, nil
+}
+
 // RunReplicaSets runs the controller until ctx ends. Keys are ReplicaSets.
 func RunReplicaSets(ctx context.Context, d Deps) {
 	log := d.Logger.With("controller", "replicasets")
@@ -137,16 +166,29 @@ func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.
 	want := int(ptrOr(rs.Spec.Replicas, 1))
 	switch diff := want - len(active); {
 	case diff > 0:
-		for range diff {
-			pod := podFromTemplate(rs)
-			created, err := podClient.Create(ctx, pod, metav1.CreateOptions{})
+		// As upstream: at most burstReplicas a sync, in slow-start batches (1, 2, 4, ...) run in parallel, so
+		// a template the API refuses fails once, not a thousand times, and a large scale-up is not one
+		// round trip after another.
+		var mu sync.Mutex // guards lastRev
+		_, err := slowStartBatch(ctx, min(diff, burstReplicas), func(ctx context.Context) error {
+			created, err := podClient.Create(ctx, podFromTemplate(rs), metav1.CreateOptions{})
 			if err != nil {
 				ev.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
-				return fmt.Errorf("create a pod of %s: %w", k, err)
+				return err
 			}
 			ev.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
+			mu.Lock()
 			lastRev = max(lastRev, revOf(created.ResourceVersion))
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			if lastRev > 0 {
+				_ = pods.WaitFor(ctx, lastRev) // what was created counts before the retry
+			}
+			return fmt.Errorf("create pods of %s: %w", k, err)
 		}
+		// Beyond burstReplicas, the events of the pods just created bring the ReplicaSet back for the rest.
 	case diff < 0:
 		sort.SliceStable(active, func(i, j int) bool { return deleteFirst(active[i], active[j]) })
 		for _, pod := range active[:-diff] {

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -81,4 +83,24 @@ func TestReplicaSet(t *testing.T) {
 		all, err := cs.CoreV1().Pods("default").List(bg, metav1.ListOptions{})
 		return err == nil && len(all.Items) == 0
 	})
+}
+
+func TestSlowStartBatch(t *testing.T) {
+	var calls atomic.Int32
+	ok := func(context.Context) error { calls.Add(1); return nil }
+	if n, err := slowStartBatch(t.Context(), 10, ok); n != 10 || err != nil || calls.Load() != 10 {
+		t.Fatalf("all succeed: %d, %v, %d calls", n, err, calls.Load())
+	}
+	// The 4th call fails: batches 1 and 2 succeed (3 calls), the batch of 4 runs whole and stops the rest.
+	calls.Store(0)
+	failing := func(context.Context) error {
+		if calls.Add(1) == 4 {
+			return errors.New("refused")
+		}
+		return nil
+	}
+	n, err := slowStartBatch(t.Context(), 100, failing)
+	if err == nil || n != 6 || calls.Load() != 7 {
+		t.Fatalf("a failure: %d succeeded, %v, %d calls; want 6, refused, 7", n, err, calls.Load())
+	}
 }

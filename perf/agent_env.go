@@ -95,6 +95,9 @@ func startServerAt(ctx context.Context, bin, host, dbURL, dir, token string) (*a
 	}
 	listen := host + ":" + strconv.Itoa(port)
 	cmd := exec.Command(bin, "server", "--listen", listen, "--database-url", dbURL, "--data-dir", dir, "--log-level", "warn")
+	if addr := os.Getenv("PERF_SERVER_DEBUG_LISTEN"); addr != "" { // profile the server: go tool pprof http://<addr>/debug/pprof/profile
+		cmd.Args = append(cmd.Args, "--debug-listen", addr)
+	}
 	cmd.Env = cleanEnv("WHEELHOUSE_BOOTSTRAP_TOKEN=" + token)
 	proc, err := startChild("server", cmd, filepath.Join(dir, "server.log"))
 	if err != nil {

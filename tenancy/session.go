@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,14 +45,16 @@ type Session struct {
 	CSRF string
 }
 
-// dummyHash makes a sign-in for an unknown email cost the same argon2id work as a wrong password.
-var dummyHash = func() string {
+// dummyHash makes a sign-in for an unknown email cost the same argon2id work as a wrong password. It is made
+// on first use, not at package init: every process of the binary (agents, the runtime's helpers started per
+// container and exec probe) would otherwise pay the argon2id work just to start.
+var dummyHash = sync.OnceValue(func() string {
 	h, err := HashPassword("not a password anyone has")
 	if err != nil {
 		panic(err)
 	}
 	return h
-}()
+})
 
 // SignIn checks email and password and starts a session. An unknown email, a wrong password, a user without a
 // password and a disabled user all fail the same way (ErrUnauthenticated, after the same password work);
@@ -78,7 +81,7 @@ func (s *Store) SignIn(ctx context.Context, email, password, source, userAgent s
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return "", Session{}, translate("sign in", err)
 	}
-	hash = dummyHash
+	hash = dummyHash()
 	if hashPtr != nil {
 		hash = *hashPtr
 	}

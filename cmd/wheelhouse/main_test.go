@@ -113,6 +113,8 @@ func TestServerConfigValidate(t *testing.T) {
 		{"advertise URL", func(c *serverConfig) { c.AdvertiseURL = "https://replica-1.internal:8443" }, ""},
 		{"advertise URL without a scheme", func(c *serverConfig) { c.AdvertiseURL = "replica-1:8443" }, "--advertise-url"},
 		{"advertise URL with a path", func(c *serverConfig) { c.AdvertiseURL = "https://lb/clusters" }, "--advertise-url"},
+		{"debug listen on loopback", func(c *serverConfig) { c.DebugListen = "127.0.0.1:6060" }, ""},
+		{"debug listen on every address", func(c *serverConfig) { c.DebugListen = "0.0.0.0:6060" }, "--debug-listen"},
 		{"missing scheduler config", func(c *serverConfig) { c.SchedulerConfig = "/nonexistent/sched.yaml" }, "--scheduler-config"},
 		{"invalid scheduler config", func(c *serverConfig) { c.SchedulerConfig = badSchedulerConfig }, "profiles[0].plugins.score.enabled[0].weight: Invalid value: 500"},
 	} {

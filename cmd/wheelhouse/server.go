@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -66,6 +68,9 @@ type serverConfig struct {
 	// tunnel this replica holds); empty: the scheme, the listen address's host (the host name when it listens on
 	// every address) and the port.
 	AdvertiseURL string
+	// DebugListen, when set, serves Go's profiler (net/http/pprof) on that address, unauthenticated: loopback
+	// only, for perf work.
+	DebugListen string
 }
 
 // nodeLifecycle is the node lifecycle controller's configuration; call it only on a valid config.
@@ -131,6 +136,12 @@ func (c serverConfig) Validate() error {
 			return fmt.Errorf("--advertise-url/WHEELHOUSE_ADVERTISE_URL %q: want scheme://host:port", c.AdvertiseURL)
 		}
 	}
+	if c.DebugListen != "" {
+		host, _, err := net.SplitHostPort(c.DebugListen)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("--debug-listen/WHEELHOUSE_DEBUG_LISTEN %q: want a loopback host:port such as 127.0.0.1:6060", c.DebugListen)
+		}
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format/WHEELHOUSE_LOG_FORMAT %q: want text or json", c.LogFormat)
 	}
@@ -175,6 +186,7 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.SchedulerConfig, "scheduler-config", "WHEELHOUSE_SCHEDULER_CONFIG", "", "KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file for the scheduler; empty: kube-scheduler's defaults"},
 		{&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", "WHEELHOUSE_NODE_MONITOR_GRACE_PERIOD", "40s", "how long a node's lease may go unrenewed before the node is marked NotReady (Ready=Unknown) and tainted unreachable"},
 		{&cfg.NodeEvictionRate, "node-eviction-rate", "WHEELHOUSE_NODE_EVICTION_RATE", "0.1", "nodes per second, per cluster, given the NoExecute taints that evict their pods"},
+		{&cfg.DebugListen, "debug-listen", "WHEELHOUSE_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (unauthenticated: loopback only)"},
 		{&cfg.LocalAgent, "local-agent", "WHEELHOUSE_LOCAL_AGENT", "off", "run a node agent of the default cluster on this machine as a child process: on or off (needs root)"},
 		{&cfg.DefaultTolerationSeconds, "default-toleration-seconds", "WHEELHOUSE_DEFAULT_TOLERATION_SECONDS", "300", "seconds a new pod tolerates the not-ready and unreachable taints unless it says otherwise (negative: add no such tolerations)"},
 		{&cfg.AdvertiseURL, "advertise-url", "WHEELHOUSE_ADVERTISE_URL", "", "URL the other server replicas reach this one at (they forward requests for nodes whose agent is connected here); default: scheme://<listen host or host name>:<port>"},
@@ -282,6 +294,9 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 		return err
 	}
 	var agentDone chan struct{}
+	if cfg.DebugListen != "" {
+		go serveDebug(ctx, cfg.DebugListen, log)
+	}
 	if cfg.LocalAgent == "on" {
 		agentDone = make(chan struct{})
 		go func() { defer close(agentDone); localAgent(ctx, cfg, ten, caPEM, log) }()
@@ -365,4 +380,20 @@ func servingTLS(ctx context.Context, cfg serverConfig, shared servingcert.CAStor
 		return nil, nil, fmt.Errorf("serving certificate: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, caPEM, nil
+}
+
+// serveDebug serves net/http/pprof on addr (loopback, checked by Validate) until ctx ends.
+func serveDebug(ctx context.Context, addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	log.Info("profiler listening", "addr", addr)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("profiler stopped", "err", err)
+	}
 }

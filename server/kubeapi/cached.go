@@ -146,7 +146,7 @@ func (rq *request) waitForCache(col *watchcache.Collection, rv int64) error {
 // serve this watch exactly; the caller then watches the store.
 func (ws *watchStream) watchFromCache(ctx context.Context, col *watchcache.Collection, initial bool) (bool, error) {
 	rq, p := ws.rq, ws.p
-	opts := watchcache.WatchOptions{Namespace: rq.info.namespace, Name: p.sel.name()}
+	opts := watchcache.WatchOptions{Namespace: rq.info.namespace, Name: p.sel.name(), Filter: p.sel.watchFilter(rq.res)}
 	switch {
 	case initial && !p.rvSet:
 		opts.Initial = true
@@ -208,9 +208,7 @@ func (ws *watchStream) watchFromCache(ctx context.Context, col *watchcache.Colle
 // watch's selectors from a plain change.
 func (ws *watchStream) cacheEvent(ev watchcache.Event) {
 	if ev.Type == store.Bookmark {
-		if ws.p.bookmarks {
-			ws.bookmark(ev.Revision, false)
-		}
+		ws.progress(ev.Revision)
 		return
 	}
 	res, sel, obj := ws.rq.res, ws.p.sel, ev.Object.Object

@@ -4,8 +4,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
 )
 
 // selector is a parsed label and field selector.
@@ -47,6 +49,35 @@ func (s selector) matches(res *resources.Resource, obj runtime.Object) bool {
 		return false
 	}
 	return s.fields.Empty() || s.fields.Matches(objectFields(res, obj))
+}
+
+// watchFilter is a cheap pre-filter for a cache watch: the object must have the value the selector requires of
+// each indexed field of res (resources.Resource.FieldIndex); nil when the selector requires none.
+func (s selector) watchFilter(res *resources.Resource) func(*watchcache.Entry) bool {
+	if len(res.FieldIndex) == 0 || s.fields.Empty() {
+		return nil
+	}
+	type want struct {
+		get   func(runtime.Object) string
+		value string
+	}
+	var wants []want
+	for _, r := range s.fields.Requirements() {
+		if get, ok := res.FieldIndex[r.Field]; ok && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) {
+			wants = append(wants, want{get, r.Value})
+		}
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	return func(e *watchcache.Entry) bool {
+		for _, w := range wants {
+			if w.get(e.Object) != w.value {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // name returns the name a field selector pins with metadata.name=X, if any.

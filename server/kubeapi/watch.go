@@ -163,6 +163,27 @@ type watchStream struct {
 	// cancel ends the watch (a WebSocket client closed); closer closes a WebSocket at the end.
 	cancel func()
 	closer func() error
+	// lastBookmark is when the stream last sent a progress bookmark (see watchBookmarkInterval).
+	lastBookmark time.Time
+}
+
+// watchBookmarkInterval spaces the progress bookmarks of one watch stream. The store and the cache advance
+// every second; passing each advance to every watcher that allows bookmarks costs an encoded event per watcher
+// per second (a thousand node agents' pod watches: a thousand a second) for nothing a client needs that often.
+// Upstream sends a watcher about one a minute; the initial-events-end bookmark is not spaced.
+const watchBookmarkInterval = 10 * time.Second
+
+// progress sends a progress bookmark at rev if the watch allows bookmarks and none went out lately.
+func (ws *watchStream) progress(rev int64) {
+	if !ws.p.bookmarks {
+		return
+	}
+	now := time.Now()
+	if now.Sub(ws.lastBookmark) < watchBookmarkInterval {
+		return
+	}
+	ws.lastBookmark = now
+	ws.bookmark(rev, false)
 }
 
 // errWebSocketHandled: a failed upgrade was already answered.
@@ -246,9 +267,7 @@ func (ws *watchStream) finish(err error) {
 
 func (ws *watchStream) event(ev store.Event) {
 	if ev.Type == store.Bookmark {
-		if ws.p.bookmarks {
-			ws.bookmark(ev.Revision(), false)
-		}
+		ws.progress(ev.Revision())
 		return
 	}
 	shared, err := ws.rq.api.shared.object(ws.rq.res, ev.Object)

@@ -32,6 +32,9 @@ func init() {
 		},
 		Table:  &Table{Columns: podColumns, Cells: podCells},
 		Fields: podFields,
+		FieldIndex: map[string]func(runtime.Object) string{
+			"spec.nodeName": func(obj runtime.Object) string { return obj.(*corev1.Pod).Spec.NodeName },
+		},
 	})
 }
 

@@ -64,6 +64,10 @@ type Resource struct {
 	// Fields returns the resource's field-selector attributes beyond metadata.name and metadata.namespace, which
 	// the machinery adds ("spec.nodeName" → "node-1").
 	Fields func(obj runtime.Object) fields.Set
+	// FieldIndex are field-selector attributes cheap enough to read for every event and watch (a struct field,
+	// no allocation): a watch whose selector requires one of them to equal a value gets only the events of
+	// objects with that value (upstream's indexed watch triggers: pods by spec.nodeName).
+	FieldIndex map[string]func(obj runtime.Object) string
 }
 
 // Conversion translates a resource served in one form and stored in another.

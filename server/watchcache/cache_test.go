@@ -517,3 +517,53 @@ func TestCrossClusterCollection(t *testing.T) {
 		t.Fatalf("the c1 watch got %+v", evs[0])
 	}
 }
+
+// TestWatchFilter: a filtered watch gets the initial state, the replayed window and the live events of the
+// objects its filter accepts, and the event of an object leaving it (its previous state was accepted), nothing
+// else.
+func TestWatchFilter(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.create(t, "a", "x", "mine")
+	e.create(t, "a", "y", "theirs")
+	col := e.collection(t)
+	if err := col.Fresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mine := func(en *Entry) bool { return valueOf(en) == "mine" }
+	w, err := col.Watch(t.Context(), WatchOptions{Initial: true, Filter: mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if !slices.Equal(names(w.Initial), []string{"a/x"}) {
+		t.Fatalf("initial %v, want only a/x", names(w.Initial))
+	}
+	from := col.Revision()
+	e.create(t, "a", "z", "theirs")                                            // not delivered
+	joined, err := e.st.Update(t.Context(), e.key("a", "y"), value("mine"), 0) // y joins
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := e.st.Update(t.Context(), e.key("a", "x"), value("gone"), 0) // x leaves
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, evs []Event) {
+		t.Helper()
+		var got []string
+		for _, ev := range evs {
+			got = append(got, fmt.Sprintf("%s@%d", ev.Object.Name, ev.Revision))
+		}
+		want := []string{fmt.Sprintf("y@%d", joined.Revision), fmt.Sprintf("x@%d", left.Revision)}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: %v, want %v", what, got, want)
+		}
+	}
+	check("live", next(t, w, 2))
+	replay, err := col.Watch(t.Context(), WatchOptions{Revision: from, Filter: mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.Stop()
+	check("replayed from the window", next(t, replay, 2))
+}

@@ -273,7 +273,7 @@ func (col *Collection) apply(ev store.Event) error {
 	col.window.push(out)
 	col.changed = ev.Revision()
 	for w := range col.watches {
-		if w.wants(e) && !w.push(out) {
+		if w.wants(e) && w.accepts(out) && !w.push(out) {
 			delete(col.watches, w)
 			w.end(ErrSlow)
 		}

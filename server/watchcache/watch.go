@@ -17,6 +17,12 @@ type WatchOptions struct {
 	Revision int64
 	// Initial asks for the current state (Watch.Initial) and events after it; Revision must be 0.
 	Initial bool
+	// Filter, when set, narrows the watch to objects it accepts: an event is delivered when its object or the
+	// state it replaced (Event.Prev) is accepted, so a watcher still sees an object leave. It runs under the
+	// collection's lock for every event and watch, so it must be cheap (a field comparison): it is the
+	// equivalent of upstream's indexed watch triggers (pods by spec.nodeName), sparing a thousand node agents'
+	// watches each other's pod events. The watcher still applies its full selector.
+	Filter func(*Entry) bool
 }
 
 // Watch receives a collection's events. Next returns them in revision order, each once.
@@ -66,7 +72,7 @@ func (col *Collection) Watch(ctx context.Context, opts WatchOptions) (*Watch, er
 			initial = col.listIn(cluster, opts.Namespace)
 		}
 		for _, e := range initial {
-			if w.wants(e) {
+			if w.wants(e) && (w.opts.Filter == nil || w.opts.Filter(e)) {
 				w.Initial = append(w.Initial, e)
 			}
 		}
@@ -80,7 +86,7 @@ func (col *Collection) Watch(ctx context.Context, opts WatchOptions) (*Watch, er
 		}
 		w.Start = opts.Revision
 		col.window.after(opts.Revision, func(ev Event) {
-			if w.wants(ev.Object) {
+			if w.wants(ev.Object) && w.accepts(ev) {
 				w.queue = append(w.queue, ev)
 			}
 		})
@@ -97,6 +103,12 @@ func (col *Collection) Watch(ctx context.Context, opts WatchOptions) (*Watch, er
 func (w *Watch) wants(e *Entry) bool {
 	return (w.opts.Cluster == "" || w.opts.Cluster == e.Cluster) &&
 		(w.opts.Namespace == "" || w.opts.Namespace == e.Namespace) && (w.opts.Name == "" || w.opts.Name == e.Name)
+}
+
+// accepts applies the watch's Filter to an event's object and the state it replaced.
+func (w *Watch) accepts(ev Event) bool {
+	f := w.opts.Filter
+	return f == nil || ev.Object == nil || f(ev.Object) || (ev.Prev != nil && f(ev.Prev))
 }
 
 // push queues ev; false means the watch is too far behind. Called with the collection's lock held.
