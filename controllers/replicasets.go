@@ -37,16 +37,25 @@ var (
 // burstReplicas is how many pods one sync creates at most (kube-controller-manager's default).
 const burstReplicas = 500
 
-// slowStartBatch calls fn count times, in batches of 1, 2, 4, ... run in parallel, stopping after the first
-// batch with an error; it returns how many calls succeeded and the first error.
+// createParallelism bounds the calls of one slow-start batch in flight at once. Upstream runs a whole batch
+// at once and relies on the client's QPS limit and the API server's in-flight limit; in-process calls have
+// neither, and 500 writes at once would take every database connection (and the controller lease's renewal
+// with them).
+const createParallelism = 16
+
+// slowStartBatch calls fn count times, in batches of 1, 2, 4, ... (at most createParallelism calls at once),
+// stopping after the first batch with an error; it returns how many calls succeeded and the first error.
 func slowStartBatch(ctx context.Context, count int, fn func(context.Context) error) (int, error) {
 	done := 0
+	sem := make(chan struct{}, createParallelism)
 	for batch := 1; done < count; batch *= 2 {
 		n := min(batch, count-done)
 		errs := make(chan error, n)
 		var wg sync.WaitGroup
 		for range n {
+			sem <- struct{}{}
 			wg.Go(func() {
+				defer func() { <-sem }()
 				if err := fn(ctx); err != nil {
 					errs <- err
 				}
