@@ -38,6 +38,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require k8s.io/kubelet v0.37.2
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bmatcuk/doublestar/v4 v4.6.1 // indirect

@@ -30,6 +30,7 @@ import (
 //	GET|POST /exec/{namespace}/{pod}[/{uid}]/{container}   ?command=…&input=1&output=1&error=1&tty=1
 //	GET|POST /attach/{namespace}/{pod}[/{uid}]/{container} the same without command
 //	GET|POST /portForward/{namespace}/{pod}[/{uid}]        ?port=… (websocket; SPDY names ports per stream)
+//	GET  /stats/summary                                    the Summary API: node, pod and container usage (api_stats.go)
 //
 // Exec, attach and port-forward ask the runtime for a URL of its streaming server and reverse-proxy the request
 // there, upgrade included (SPDY/3.1 or websocket channel protocols pass through untouched). The stream flags
@@ -53,6 +54,7 @@ func (p *Pods) APIHandler() http.Handler {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.containerLogs)
+	mux.HandleFunc("GET /stats/summary", a.statsSummary)
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{container}", a.exec)
 		mux.HandleFunc(m+" /exec/{namespace}/{pod}/{uid}/{container}", a.exec)

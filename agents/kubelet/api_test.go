@@ -1,6 +1,8 @@
 package kubelet
 
 import (
+	"encoding/json"
+	"slices"
 	"bufio"
 	"bytes"
 	"context"
@@ -31,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsv1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
 	utilexec "k8s.io/utils/exec"
 
@@ -544,5 +547,65 @@ func TestPortForwardThroughAPI(t *testing.T) {
 		if want := fmt.Sprintf("echo hi %d\n", i); err != nil || line != want {
 			t.Errorf("through the forward: %q, %v; want %q", line, err, want)
 		}
+	}
+}
+
+// TestStatsSummary: the Summary API reports the node's CPU, memory and filesystem, and the running containers'
+// usage read from their cgroups, with CPU rates from the second summary on.
+func TestStatsSummary(t *testing.T) {
+	f := newProcFixture(t)
+	get := func(query string) statsv1.Summary {
+		t.Helper()
+		code, body := httpDo(t, http.MethodGet, f.srv.URL+"/stats/summary"+query)
+		if code != http.StatusOK {
+			t.Fatalf("GET /stats/summary%s: %d %s", query, code, body)
+		}
+		var s statsv1.Summary
+		if err := json.Unmarshal([]byte(body), &s); err != nil {
+			t.Fatalf("decode the summary: %v\n%s", err, body)
+		}
+		return s
+	}
+	first := get("")
+	n := first.Node
+	if n.NodeName != "n1" || n.CPU == nil || n.CPU.UsageCoreNanoSeconds == nil || *n.CPU.UsageCoreNanoSeconds == 0 ||
+		n.Memory == nil || n.Memory.WorkingSetBytes == nil || *n.Memory.WorkingSetBytes == 0 ||
+		n.Fs == nil || n.Fs.CapacityBytes == nil || *n.Fs.CapacityBytes == 0 || n.StartTime.IsZero() {
+		t.Fatalf("node stats %+v", n)
+	}
+	if n.CPU.UsageNanoCores != nil {
+		t.Errorf("the first summary has a CPU rate (%d) with nothing to compare with", *n.CPU.UsageNanoCores)
+	}
+	time.Sleep(50 * time.Millisecond) // two readings of cumulative CPU time, apart
+	second := get("?only_cpu_and_memory=true")
+	if second.Node.Fs != nil {
+		t.Error("only_cpu_and_memory still reports the filesystem")
+	}
+	if second.Node.CPU == nil || second.Node.CPU.UsageNanoCores == nil {
+		t.Errorf("the second summary has no node CPU rate: %+v", second.Node.CPU)
+	}
+	if len(second.Pods) != 1 || second.Pods[0].PodRef.Name != "web" || second.Pods[0].PodRef.Namespace != "default" {
+		t.Fatalf("pods %+v, want web", second.Pods)
+	}
+	pod := second.Pods[0]
+	var names []string
+	for _, c := range pod.Containers {
+		names = append(names, c.Name)
+		if c.Name != "server" {
+			continue
+		}
+		if c.CPU == nil || c.CPU.UsageCoreNanoSeconds == nil || *c.CPU.UsageCoreNanoSeconds == 0 || c.CPU.UsageNanoCores == nil {
+			t.Errorf("server's CPU %+v: a Go program that has run uses CPU time", c.CPU)
+		}
+		if c.Memory == nil || c.Memory.WorkingSetBytes == nil || *c.Memory.WorkingSetBytes == 0 {
+			t.Errorf("server's memory %+v", c.Memory)
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"app", "repl", "server"}) {
+		t.Errorf("containers %v: the running ones (done has exited)", names)
+	}
+	if pod.Memory == nil || pod.Memory.WorkingSetBytes == nil || pod.CPU == nil || pod.CPU.UsageCoreNanoSeconds == nil {
+		t.Errorf("pod totals %+v %+v", pod.CPU, pod.Memory)
 	}
 }

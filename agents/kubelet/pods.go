@@ -73,6 +73,8 @@ type Pods struct {
 	vols volumes
 	log  *slog.Logger
 
+	stats usageSampler // CPU readings between summaries
+
 	mu      sync.Mutex // guards workers
 	workers map[types.UID]*worker
 	wg      sync.WaitGroup

@@ -81,3 +81,12 @@ type ImagePuller interface {
 	// PullImage pulls (or records) an image and returns its reference.
 	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
 }
+
+// StatsProvider is the part of CRI's RuntimeService that reports running containers' resource usage, for the
+// kubelet's Summary API (/stats/summary). Runtimes that cannot measure usage do not implement it, and the
+// summary then has no usage for their containers.
+type StatsProvider interface {
+	// ListContainerStats returns the CPU (cumulative core-nanoseconds) and memory usage of the running
+	// containers matching filter (nil: all).
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	statsv1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -421,6 +423,26 @@ func (c *agentCluster) testStreaming(t *testing.T) {
 			return out == "Succeeded", out
 		})
 		c.k.must("", "delete", "pod", "repl", "--wait=false")
+	})
+	t.Run("stats summary", func(t *testing.T) {
+		c.k.t = t
+		raw := c.k.must("", "get", "--raw", "/api/v1/nodes/node-b/proxy/stats/summary")
+		var sum statsv1.Summary
+		if err := json.Unmarshal([]byte(raw), &sum); err != nil {
+			t.Fatalf("decode the summary: %v\n%s", err, raw)
+		}
+		if sum.Node.NodeName != "node-b" || sum.Node.Memory == nil || sum.Node.CPU == nil {
+			t.Fatalf("node stats %+v", sum.Node)
+		}
+		found := false
+		for _, p := range sum.Pods {
+			if p.PodRef.Name == web {
+				found = p.Memory != nil && p.Memory.WorkingSetBytes != nil && *p.Memory.WorkingSetBytes > 0
+			}
+		}
+		if !found {
+			t.Errorf("the summary of node-b has no memory usage for %s: %s", web, raw)
+		}
 	})
 	for _, pf := range []struct{ name, env string }{
 		{"port-forward", ""}, // websocket first, as kubectl does by default

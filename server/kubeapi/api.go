@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -227,10 +228,23 @@ func New(cfg Config) (*API, error) {
 		liveNamespaces: liveLookups{until: map[string]time.Time{}},
 	}
 	if src, ok := cfg.Storage.(watchcache.Source); ok && a.cache == nil {
-		a.cache = watchcache.New(watchcache.Config{Source: src, Logger: cfg.Logger.With("component", "watchcache")})
+		a.cache = watchcache.New(watchcache.Config{Source: src, Index: cacheIndex, Logger: cfg.Logger.With("component", "watchcache")})
 		a.ownCache = true
 	}
 	return a, nil
+}
+
+// cacheIndex is the watch cache's secondary index: pods by spec.nodeName (the node authorizer's question).
+func cacheIndex(resource string) func(runtime.Object) string {
+	if resource != "pods" {
+		return nil
+	}
+	return func(obj runtime.Object) string {
+		if p, ok := obj.(*corev1.Pod); ok {
+			return p.Spec.NodeName
+		}
+		return ""
+	}
 }
 
 // Close stops the watch cache New made; watches it serves end (clients resume elsewhere).

@@ -109,8 +109,14 @@ func (s *RBACSource) PodsOnNode(ctx context.Context, cluster, node string) ([]*c
 	if err := col.Fresh(ctx); err != nil && !errors.Is(err, watchcache.ErrNotFresh) {
 		return nil, err
 	}
-	entries, _ := col.List("")
 	var out []*corev1.Pod
+	if col.Indexed() {
+		for _, e := range col.ListIndexed(cluster, node) {
+			out = append(out, e.Object.(*corev1.Pod))
+		}
+		return out, nil
+	}
+	entries, _ := col.List("")
 	for _, e := range entries {
 		if p := e.Object.(*corev1.Pod); p.Spec.NodeName == node {
 			out = append(out, p)

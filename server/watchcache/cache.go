@@ -45,7 +45,11 @@ type Config struct {
 	Idle time.Duration
 	// FreshTimeout bounds how long a read waits for a collection to reach a revision (default 3 s, as upstream).
 	FreshTimeout time.Duration
-	Logger       *slog.Logger
+	// Index, when set, names for a stored resource the function of its one secondary index (nil: none), for
+	// Collection.ListIndexed: the node authorizer finds a node's pods by spec.nodeName without scanning every
+	// pod, as upstream's node authorizer keeps a graph.
+	Index  func(resource string) func(runtime.Object) string
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {

@@ -567,3 +567,52 @@ func TestWatchFilter(t *testing.T) {
 	defer replay.Stop()
 	check("replayed from the window", next(t, replay, 2))
 }
+
+// TestListIndexed: the secondary index follows the initial list, creates, changes of the indexed value and
+// deletes.
+func TestListIndexed(t *testing.T) {
+	e := newEnv(t, Config{Index: func(resource string) func(runtime.Object) string {
+		if resource != "configmaps" {
+			return nil
+		}
+		return func(o runtime.Object) string { return o.(*corev1.ConfigMap).Data["v"] }
+	}})
+	e.create(t, "a", "x", "n1")
+	col := e.collection(t)
+	if err := col.Fresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !col.Indexed() {
+		t.Fatal("the collection has no index")
+	}
+	byValue := func(v string) []string {
+		var out []string
+		for _, en := range col.ListIndexed("c1", v) {
+			out = append(out, en.Namespace+"/"+en.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	e.create(t, "b", "y", "n1")
+	z := e.create(t, "a", "z", "n2")
+	moved, err := e.st.Update(t.Context(), e.key("a", "x"), value("n2"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := e.st.Delete(t.Context(), e.key("a", "z"), z.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := col.WaitFor(t.Context(), max(moved.Revision, gone.Revision)); err != nil {
+		t.Fatal(err)
+	}
+	if got := byValue("n1"); !slices.Equal(got, []string{"b/y"}) {
+		t.Errorf("n1: %v, want b/y", got)
+	}
+	if got := byValue("n2"); !slices.Equal(got, []string{"a/x"}) {
+		t.Errorf("n2: %v, want a/x (moved there; z deleted)", got)
+	}
+	if got := col.ListIndexed("other", "n2"); len(got) != 0 {
+		t.Errorf("another cluster: %d entries", len(got))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/btree"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
@@ -35,6 +36,56 @@ type Collection struct {
 	// snaps are frozen copies of items kept for paged lists: a list served a page at revision R continues from
 	// the snapshot at R (the continue token names R) while it lasts.
 	snaps map[int64]*Snapshot
+	// indexOf and byIndex are the secondary index (Config.Index): entries by index value, then by key.
+	indexOf func(runtime.Object) string
+	byIndex map[string]map[entryKey]*Entry
+}
+
+type entryKey struct{ cluster, namespace, name string }
+
+// indexPut and indexDel keep byIndex in step with items; mu must be held (or the collection not yet shared).
+func (col *Collection) indexPut(e *Entry) {
+	if col.indexOf == nil {
+		return
+	}
+	v := col.indexOf(e.Object)
+	bucket := col.byIndex[v]
+	if bucket == nil {
+		bucket = map[entryKey]*Entry{}
+		col.byIndex[v] = bucket
+	}
+	bucket[entryKey{e.Cluster, e.Namespace, e.Name}] = e
+}
+
+func (col *Collection) indexDel(e *Entry) {
+	if col.indexOf == nil || e == nil {
+		return
+	}
+	v := col.indexOf(e.Object)
+	if bucket := col.byIndex[v]; bucket != nil {
+		delete(bucket, entryKey{e.Cluster, e.Namespace, e.Name})
+		if len(bucket) == 0 {
+			delete(col.byIndex, v)
+		}
+	}
+}
+
+// Indexed reports whether the collection keeps a secondary index (Config.Index).
+func (col *Collection) Indexed() bool { return col.indexOf != nil }
+
+// ListIndexed returns the entries of cluster ("" for every cluster of a cross-cluster collection) whose index
+// value (Config.Index) is value, in no particular order; nil when the resource has no index.
+func (col *Collection) ListIndexed(cluster, value string) []*Entry {
+	col.touch()
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	var out []*Entry
+	for k, e := range col.byIndex[value] {
+		if cluster == "" || k.cluster == cluster {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Snapshot is a collection's objects frozen at one revision (a lazy copy-on-write clone of its tree).
@@ -133,6 +184,11 @@ func newCollection(c *Cache, k Kind, dec Decoder) *Collection {
 	col := &Collection{cache: c, kind: k, dec: dec, synced: make(chan struct{}),
 		items: btree.NewG(32, entryLess), watches: map[*Watch]struct{}{}, advanced: make(chan struct{}),
 		window: newRing(c.cfg.Window)}
+	if c.cfg.Index != nil {
+		if f := c.cfg.Index(k.Resource); f != nil {
+			col.indexOf, col.byIndex = f, map[string]map[entryKey]*Entry{}
+		}
+	}
 	col.touch()
 	return col
 }
@@ -206,7 +262,9 @@ func (col *Collection) load(ctx context.Context) (*store.Watcher, error) {
 			if err != nil {
 				return err
 			}
-			col.items.ReplaceOrInsert(newEntry(so, obj))
+			e := newEntry(so, obj)
+			col.items.ReplaceOrInsert(e)
+			col.indexPut(e)
 			return nil
 		})
 		if err != nil {
@@ -224,7 +282,9 @@ func (col *Collection) load(ctx context.Context) (*store.Watcher, error) {
 			if err != nil {
 				return nil, err
 			}
-			col.items.ReplaceOrInsert(newEntry(so, obj))
+			e := newEntry(so, obj)
+			col.items.ReplaceOrInsert(e)
+			col.indexPut(e)
 		}
 		if page.Continue == "" {
 			break
@@ -269,6 +329,10 @@ func (col *Collection) apply(ev store.Event) error {
 		out.Prev, _ = col.items.Delete(e)
 	} else {
 		out.Prev, _ = col.items.ReplaceOrInsert(e)
+	}
+	col.indexDel(out.Prev)
+	if ev.Type != store.Deleted {
+		col.indexPut(e)
 	}
 	col.window.push(out)
 	col.changed = ev.Revision()

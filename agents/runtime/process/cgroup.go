@@ -74,6 +74,11 @@ func detectCgroups(root string) (*cgroups, error) {
 			cg.bases = append(cg.bases, cgroupBase{controller: c, dir: join(m, own[c])})
 		}
 	}
+	// CPU accounting (cpuacct.usage, for the Summary API) lives in the cpu hierarchy when the two are mounted
+	// together, else in a hierarchy of its own where containers get a cgroup too (with no limits).
+	if m, ok := mounts["cpuacct"]; ok && m != mounts["cpu"] {
+		cg.bases = append(cg.bases, cgroupBase{controller: "cpuacct", dir: join(m, own["cpuacct"])})
+	}
 	if len(cg.bases) == 0 {
 		return nil, errors.New("no cgroup v1 memory, cpu or pids hierarchy is mounted")
 	}
@@ -120,7 +125,7 @@ func v1Mounts() (map[string]string, error) {
 			continue
 		}
 		for _, opt := range strings.Split(tail[2], ",") {
-			if slices.Contains(cgroupControllers, opt) {
+			if slices.Contains(cgroupControllers, opt) || opt == "cpuacct" {
 				out[opt] = fields[4]
 			}
 		}
