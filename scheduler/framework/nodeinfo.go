@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,7 +21,9 @@ type NodeInfo struct {
 	Requested                    Resource
 	NonZeroRequested             Resource
 	Allocatable                  Resource
-	// Generation grows with every change (the scheduler's snapshot uses it).
+	// Generation grows with every change (the scheduler's snapshot uses it). Generations come from one
+	// process-wide counter, as upstream's: two different states of any NodeInfos (a clone changed apart from its
+	// original included) never share one, so (name, Generation) names a node's pods exactly.
 	Generation int64
 }
 
@@ -44,6 +47,10 @@ func (n *NodeInfo) Name() string {
 	return n.node.Name
 }
 
+var generations atomic.Int64
+
+func nextGeneration() int64 { return generations.Add(1) }
+
 // SetNode sets or replaces the node.
 func (n *NodeInfo) SetNode(node *corev1.Node) {
 	n.node = node
@@ -51,7 +58,7 @@ func (n *NodeInfo) SetNode(node *corev1.Node) {
 	if _, ok := node.Status.Allocatable[corev1.ResourcePods]; !ok {
 		n.Allocatable.AllowedPodNumber = DefaultMaxPods
 	}
-	n.Generation++
+	n.Generation = nextGeneration()
 }
 
 // AddPod places a pod on the node.
@@ -66,7 +73,7 @@ func (n *NodeInfo) AddPod(pi *PodInfo) {
 	n.Requested.plus(&pi.Requests, 1)
 	n.NonZeroRequested.plus(&pi.NonZero, 1)
 	n.UsedPorts.add(pi.Pod, 1)
-	n.Generation++
+	n.Generation = nextGeneration()
 }
 
 // RemovePod takes a pod (by UID) off the node.
@@ -86,7 +93,7 @@ func (n *NodeInfo) RemovePod(uid types.UID) error {
 	n.Requested.plus(&pi.Requests, -1)
 	n.NonZeroRequested.plus(&pi.NonZero, -1)
 	n.UsedPorts.add(pi.Pod, -1)
-	n.Generation++
+	n.Generation = nextGeneration()
 	return nil
 }
 

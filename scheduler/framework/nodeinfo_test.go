@@ -186,8 +186,8 @@ func TestNodeInfoAddRemovePod(t *testing.T) {
 		if (err != nil) != s.wantErr {
 			t.Fatalf("step %d (add %q remove %q): err = %v, want error %v", i, s.add, s.remove, err, s.wantErr)
 		}
-		if wantGen := gen + map[bool]int64{false: 1, true: 0}[s.wantErr]; n.Generation != wantGen {
-			t.Errorf("step %d: generation %d, want %d", i, n.Generation, wantGen)
+		if changed := n.Generation != gen; changed == s.wantErr || n.Generation < gen {
+			t.Errorf("step %d: generation %d after %d: a change takes a new, higher generation; a failed step none", i, n.Generation, gen)
 		}
 		if diff := cmp.Diff(s.want, sumsOf(n)); diff != "" {
 			t.Errorf("step %d (add %q remove %q) (-want +got):\n%s", i, s.add, s.remove, diff)
@@ -220,7 +220,7 @@ func TestNodeInfoSetNode(t *testing.T) {
 			if diff := cmp.Diff(tc.want, n.Allocatable); diff != "" {
 				t.Errorf("Allocatable (-want +got):\n%s", diff)
 			}
-			if n.Name() != "n" || n.Node() != tc.node || n.Generation != 1 {
+			if n.Name() != "n" || n.Node() != tc.node || n.Generation == 0 {
 				t.Errorf("name %q node %p generation %d", n.Name(), n.Node(), n.Generation)
 			}
 		})
@@ -230,7 +230,7 @@ func TestNodeInfoSetNode(t *testing.T) {
 		t.Errorf("NodeInfo without a node: name %q node %v generation %d", pods.Name(), pods.Node(), pods.Generation)
 	}
 	pods.SetNode(testNode("late", rl("cpu", "2")))
-	if pods.Name() != "late" || pods.Allocatable.MilliCPU != 2000 || pods.Generation != 1 {
+	if pods.Name() != "late" || pods.Allocatable.MilliCPU != 2000 || pods.Generation == 0 {
 		t.Errorf("after SetNode: name %q cpu %d generation %d", pods.Name(), pods.Allocatable.MilliCPU, pods.Generation)
 	}
 }
@@ -477,5 +477,24 @@ func checkSums(rt *rapid.T, n *NodeInfo) {
 	want.Requested, want.NonZero = dropZeroScalars(want.Requested), dropZeroScalars(want.NonZero)
 	if diff := cmp.Diff(want, sumsOf(n)); diff != "" {
 		rt.Fatalf("sums (-recomputed +node):\n%s", diff)
+	}
+}
+
+// TestGenerationsAreUnique: a clone changed apart from its original never shares a generation with it, so a
+// (name, generation) pair names one set of pods (the topology-spread count cache relies on it).
+func TestGenerationsAreUnique(t *testing.T) {
+	a := NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	b := a.Clone()
+	pod := func(name string) *PodInfo {
+		pi, err := NewPodInfo(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pi
+	}
+	a.AddPod(pod("x"))
+	b.AddPod(pod("y"))
+	if a.Generation == b.Generation {
+		t.Fatalf("a clone and its original changed apart share generation %d", a.Generation)
 	}
 }

@@ -3,6 +3,8 @@ package plugins
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,8 +41,14 @@ var ptsSystemDefaults = []corev1.TopologySpreadConstraint{
 }
 
 type podTopologySpread struct {
-	h        framework.Handle
-	defaults []corev1.TopologySpreadConstraint
+	// counts caches ptsCountMatching by node state (name and Generation), namespace and selector: scheduling
+	// the replicas of one workload asks the same question of every node each cycle, and all nodes but the one
+	// that got the last pod still have the answer. Entries of old states are dropped wholesale at
+	// ptsCountCacheMax.
+	counts     sync.Map // ptsCountKey → int
+	countsSize atomic.Int64
+	h          framework.Handle
+	defaults   []corev1.TopologySpreadConstraint
 	// systemDefaulted: the defaults are the system ones, under which scoring also counts nodes that lack some
 	// of the topology keys (a cluster without zones still spreads by host).
 	systemDefaulted bool
@@ -131,6 +139,7 @@ type ptsConstraint struct {
 	maxSkew    int32
 	key        string
 	selector   labels.Selector
+	selKey     string // selector.String(), for the count cache
 	minDomains int32
 	// honorAffinity / honorTaints: nodeAffinityPolicy / nodeTaintsPolicy Honor (defaults: Honor, Ignore).
 	honorAffinity, honorTaints bool
@@ -172,7 +181,7 @@ func ptsParse(in []corev1.TopologySpreadConstraint, podLabels map[string]string,
 			return nil, fmt.Errorf("topology spread constraint %q selector: %w", c.TopologyKey, err)
 		}
 		sel = ptsWithMatchLabelKeys(sel, c.MatchLabelKeys, podLabels)
-		pc := ptsConstraint{maxSkew: c.MaxSkew, key: c.TopologyKey, selector: sel, minDomains: 1, honorAffinity: true}
+		pc := ptsConstraint{maxSkew: c.MaxSkew, key: c.TopologyKey, selector: sel, selKey: sel.String(), minDomains: 1, honorAffinity: true}
 		if c.MinDomains != nil {
 			pc.minDomains = *c.MinDomains
 		}
@@ -249,6 +258,33 @@ func ptsCountMatching(pods []*framework.PodInfo, sel labels.Selector, ns string)
 			n++
 		}
 	}
+	return n
+}
+
+// ptsCountCacheMax bounds the count cache (about 100 bytes an entry).
+const ptsCountCacheMax = 200_000
+
+type ptsCountKey struct {
+	node    string
+	gen     int64
+	ns, sel string
+}
+
+// countMatching is ptsCountMatching of ni's pods, through the count cache.
+func (p *podTopologySpread) countMatching(ni *framework.NodeInfo, c *ptsConstraint, ns string) int {
+	if ni.Generation == 0 || c.selKey == "" { // a NodeInfo built by hand has no generation to key on
+		return ptsCountMatching(ni.Pods, c.selector, ns)
+	}
+	k := ptsCountKey{node: ni.Name(), gen: ni.Generation, ns: ns, sel: c.selKey}
+	if v, ok := p.counts.Load(k); ok {
+		return v.(int)
+	}
+	n := ptsCountMatching(ni.Pods, c.selector, ns)
+	if p.countsSize.Add(1) > ptsCountCacheMax {
+		p.counts.Clear()
+		p.countsSize.Store(0)
+	}
+	p.counts.Store(k, n)
 	return n
 }
 

@@ -114,7 +114,7 @@ func (p *podTopologySpread) PreFilter(ctx context.Context, state *framework.Cycl
 		}
 		for i := range cs {
 			if cs[i].includes(pod.Pod, node, s.required) {
-				row[i] = ptsCountMatching(snap.Nodes[n].Pods, cs[i].selector, pod.Pod.Namespace)
+				row[i] = p.countMatching(snap.Nodes[n], &cs[i], pod.Pod.Namespace)
 			}
 		}
 	})

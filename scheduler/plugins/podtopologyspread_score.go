@@ -53,7 +53,7 @@ func (p *podTopologySpread) PreScore(ctx context.Context, state *framework.Cycle
 			}
 			// Domains without a feasible node do not matter; hostname domains are counted in Score.
 			if c := s.counts[i][node.Labels[cs[i].key]]; c != nil {
-				atomic.AddInt64(c, int64(ptsCountMatching(snap.Nodes[n].Pods, cs[i].selector, pod.Pod.Namespace)))
+				atomic.AddInt64(c, int64(p.countMatching(snap.Nodes[n], &cs[i], pod.Pod.Namespace)))
 			}
 		}
 	})
@@ -116,7 +116,7 @@ func (p *podTopologySpread) Score(_ context.Context, state *framework.CycleState
 		}
 		var cnt int64
 		if c.key == corev1.LabelHostname {
-			cnt = int64(ptsCountMatching(node.Pods, c.selector, pod.Pod.Namespace))
+			cnt = int64(p.countMatching(node, &s.constraints[i], pod.Pod.Namespace))
 		} else if cp := s.counts[i][v]; cp != nil {
 			cnt = *cp
 		}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -517,5 +518,42 @@ func fxCheckSkew(rt *rapid.T, fw *framework.Framework, state *framework.CycleSta
 			rt.Fatalf("node %s (zone %q): filter %q, want pass=%v (counts %v, min %d, self %d, maxSkew %d)",
 				n.Name(), z, st.Message(), want, counts, globalMin, self, c.MaxSkew)
 		}
+	}
+}
+
+// TestPodTopologySpreadCountCache: counts are cached by node state; a pod added to the node (a new generation)
+// is counted, and a clone changed apart from the cached original is not answered from the original's count.
+func TestPodTopologySpreadCountCache(t *testing.T) {
+	p := &podTopologySpread{}
+	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+	c := &ptsConstraint{selector: sel, selKey: sel.String()}
+	web := func(name string) *framework.PodInfo {
+		pi, err := framework.NewPodInfo(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			UID: types.UID(name), Labels: map[string]string{"app": "web"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pi
+	}
+	ni := framework.NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	ni.AddPod(web("a"))
+	clone := ni.Clone()
+	if got := p.countMatching(ni, c, "default"); got != 1 {
+		t.Fatalf("count %d, want 1", got)
+	}
+	ni.AddPod(web("b"))
+	if got := p.countMatching(ni, c, "default"); got != 2 {
+		t.Fatalf("after a pod was added: %d, want 2", got)
+	}
+	if got := p.countMatching(clone, c, "default"); got != 1 {
+		t.Fatalf("the clone from before: %d, want 1", got)
+	}
+	clone.AddPod(web("c"))
+	clone.AddPod(web("d"))
+	if got := p.countMatching(clone, c, "default"); got != 3 {
+		t.Fatalf("the clone changed apart: %d, want 3", got)
+	}
+	if got := p.countMatching(ni, c, "other"); got != 0 {
+		t.Fatalf("another namespace: %d, want 0", got)
 	}
 }
