@@ -103,13 +103,23 @@ func (p *faultProxy) pipe(client net.Conn) {
 		client.Close()
 	}()
 	buf := make([]byte, 64<<10)
+	// readOnly: this connection's transaction began READ ONLY (the watch hub's reads); its COMMIT is not one to
+	// drop, the tests mean the commit of a write.
+	readOnly := false
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				break
 			}
-			if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit\x00")) && p.takeDrop() {
+			lower := bytes.ToLower(buf[:n])
+			readOnly = readOnly || bytes.Contains(lower, []byte("read only"))
+			commit := bytes.Contains(lower, []byte("commit\x00"))
+			drop := commit && !readOnly
+			if commit {
+				readOnly = false
+			}
+			if drop && p.takeDrop() {
 				// The server has the COMMIT; cut the client off before it can read the answer.
 				client.Close()
 				break
