@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
-	"golang.org/x/sys/unix"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
 )

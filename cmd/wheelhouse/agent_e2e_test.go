@@ -15,10 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	statsv1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	statsv1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
 )
