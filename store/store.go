@@ -99,12 +99,16 @@ type Store struct {
 	listen  *pgx.ConnConfig
 	log     *slog.Logger
 	ops     chan *op
+	urgent  chan *op // writes under WithPriority, taken before ops
 	hub     *hub
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	closeMu sync.Once
 	hooks   hooks
 }
+
+// urgentQueue bounds the priority writes waiting at once (heartbeats: a handful).
+const urgentQueue = 64
 
 // hooks are test seams; all nil in production.
 type hooks struct {
@@ -134,7 +138,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pool: %w", ErrInvalid)
 	}
-	s := &Store{cfg: cfg, pool: pool, listen: listen, log: cfg.Logger, ops: make(chan *op, cfg.MaxBatch*cfg.Writers)}
+	s := &Store{cfg: cfg, pool: pool, listen: listen, log: cfg.Logger, ops: make(chan *op, cfg.MaxBatch*cfg.Writers),
+		urgent: make(chan *op, urgentQueue)}
 	start, err := s.CurrentRevision(ctx)
 	if err != nil {
 		pool.Close()

@@ -63,6 +63,20 @@ func (s *Store) Delete(ctx context.Context, key Key, expectRev int64) (Object, e
 	return s.submit(ctx, &op{kind: opDelete, key: key, expect: expectRev})
 }
 
+// priorityKey marks a context whose writes go ahead of the queue (WithPriority).
+type priorityKey struct{}
+
+// WithPriority returns ctx with its writes marked urgent: they join the next batch ahead of every queued
+// write. For heartbeats whose loss does harm out of proportion to their cost: the controller lease (a renewal
+// that times out behind a burst of writes stops the controllers) and node Leases (a node that misses its
+// renewals is taken for lost and its pods evicted) — what upstream's API priority and fairness gives its
+// leader-election and node-high levels.
+func WithPriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, priorityKey{}, true)
+}
+
+func isPriority(ctx context.Context) bool { v, _ := ctx.Value(priorityKey{}).(bool); return v }
+
 func (s *Store) submit(ctx context.Context, o *op) (Object, error) {
 	if err := o.key.validate(); err != nil {
 		return Object{}, err
@@ -74,8 +88,12 @@ func (s *Store) submit(ctx context.Context, o *op) (Object, error) {
 		o.value = []byte{}
 	}
 	o.ctx, o.done = ctx, make(chan result, 1)
+	queue := s.ops
+	if isPriority(ctx) {
+		queue = s.urgent
+	}
 	select {
-	case s.ops <- o:
+	case queue <- o:
 	case <-ctx.Done():
 		return Object{}, s.ctxErr(o, ctx)
 	}
@@ -105,13 +123,26 @@ func (s *Store) writeLoop(ctx context.Context) {
 	for {
 		batch = batch[:0]
 		select {
-		case <-ctx.Done():
-			return
-		case o := <-s.ops:
+		case o := <-s.urgent:
 			batch = s.claim(batch, o)
+		default:
+			select {
+			case <-ctx.Done():
+				return
+			case o := <-s.urgent:
+				batch = s.claim(batch, o)
+			case o := <-s.ops:
+				batch = s.claim(batch, o)
+			}
 		}
 	fill:
 		for len(batch) < s.cfg.MaxBatch {
+			select {
+			case o := <-s.urgent: // urgent writes first, whatever waits in ops
+				batch = s.claim(batch, o)
+				continue
+			default:
+			}
 			select {
 			case o := <-s.ops:
 				batch = s.claim(batch, o)
@@ -140,13 +171,15 @@ func (s *Store) claim(batch []*op, o *op) []*op {
 // failQueued answers every operation still queued at Close.
 func (s *Store) failQueued() {
 	for {
+		var o *op
 		select {
-		case o := <-s.ops:
-			if o.state.CompareAndSwap(opPending, opClaimed) {
-				o.done <- result{err: fmt.Errorf("%s %s: %w", o.kind, o.key, ErrClosed)}
-			}
+		case o = <-s.ops:
+		case o = <-s.urgent:
 		default:
 			return
+		}
+		if o.state.CompareAndSwap(opPending, opClaimed) {
+			o.done <- result{err: fmt.Errorf("%s %s: %w", o.kind, o.key, ErrClosed)}
 		}
 	}
 }

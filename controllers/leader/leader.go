@@ -143,10 +143,12 @@ func (e *elector) write(ctx context.Context, rev int64, create bool) bool {
 	b, _ := json.Marshal(record{Holder: e.cfg.Identity, Renewals: e.renewals})
 	var obj store.Object
 	var err error
+	// Ahead of queued writes: a renewal stuck behind a burst of them would cost the lease.
+	wctx := store.WithPriority(ctx)
 	if create {
-		obj, err = e.cfg.Store.Create(ctx, e.cfg.Key, b)
+		obj, err = e.cfg.Store.Create(wctx, e.cfg.Key, b)
 	} else {
-		obj, err = e.cfg.Store.Update(ctx, e.cfg.Key, b, rev)
+		obj, err = e.cfg.Store.Update(wctx, e.cfg.Key, b, rev)
 	}
 	if err != nil {
 		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) && ctx.Err() == nil {
@@ -209,7 +211,7 @@ func (e *elector) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	b, _ := json.Marshal(record{Holder: "", Renewals: e.renewals + 1})
-	if _, err := e.cfg.Store.Update(ctx, e.cfg.Key, b, e.rev); err != nil && !errors.Is(err, store.ErrConflict) {
+	if _, err := e.cfg.Store.Update(store.WithPriority(ctx), e.cfg.Key, b, e.rev); err != nil && !errors.Is(err, store.ErrConflict) {
 		e.cfg.Logger.Warn("releasing the controller lease failed; another process takes it when it expires", "err", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
 // serveResource routes a request that names a resource: scope and verb checks, authorization, in-flight limits,
@@ -18,6 +20,12 @@ func (rq *request) serveResource() error {
 		return notFoundPath()
 	}
 	rq.res = res
+	if gvr := res.GroupVersionResource(); gvr.Group == "coordination.k8s.io" && gvr.Resource == "leases" {
+		// Heartbeats (node Leases, leader election) are written ahead of queued writes: one that times out
+		// behind a burst makes a healthy node look lost (upstream: API priority and fairness's node-high and
+		// leader-election levels).
+		rq.ctx = store.WithPriority(rq.ctx)
+	}
 	if ri.namespace != "" && !res.Namespaced {
 		return notFoundPath()
 	}
