@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -175,13 +177,17 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	return []func(*echo.Echo){api.Register, plat.Register, agents.Register, installer.Register}, closeAll, nil
 }
 
-// replicaIdentity names this server process in the controller lease.
+// replicaIdentity names this server process in the controller lease and the tunnel directory: host name,
+// PID and a random suffix (as upstream's hostname_uuid), so two replicas in containers that share a host name
+// and both run as PID 1 are never taken for one.
 func replicaIdentity() string {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "wheelhouse"
 	}
-	return host + "-" + strconv.Itoa(os.Getpid())
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
 }
 
 // pruneAudit deletes audit records older than retention, at start and then hourly.
