@@ -210,6 +210,11 @@ func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.
 				ev.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
 			}
 		}
+		// Deletions return no revision: wait until the collection has everything committed, so the next
+		// reconcile sees these pods terminating or gone and does not delete others in their place.
+		if err := pods.Fresh(ctx); err != nil {
+			return err
+		}
 	}
 	// Expectations: the next reconcile of this ReplicaSet must see what was just written.
 	if lastRev > 0 {
