@@ -2,10 +2,10 @@ package store
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -96,32 +96,62 @@ func (p *faultProxy) pipe(client net.Conn) {
 		client.Close()
 		return
 	}
-	// The server side closes a little after the client side, so a COMMIT already forwarded is processed.
-	defer time.AfterFunc(200*time.Millisecond, func() { server.Close() })
+	// The server side stays open until PostgreSQL has answered what was forwarded (a dropped COMMIT is then
+	// processed, whatever the machine's load), at most 10 s; the answer goes nowhere once the client is cut.
+	answered := make(chan struct{})
+	var cut atomic.Bool
+	defer func() {
+		if cut.Load() {
+			select {
+			case <-answered:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		server.Close()
+	}()
 	go func() {
-		io.Copy(client, server)
+		rbuf := make([]byte, 64<<10)
+		once := false
+		for {
+			n, err := server.Read(rbuf)
+			if n > 0 {
+				if cut.Load() {
+					if !once {
+						once = true
+						close(answered)
+					}
+					continue // the client was cut off: the answer goes nowhere
+				}
+				_, _ = client.Write(rbuf[:n])
+			}
+			if err != nil {
+				break
+			}
+		}
 		client.Close()
+		if !once {
+			close(answered)
+		}
 	}()
 	buf := make([]byte, 64<<10)
-	// readOnly: this connection's transaction began READ ONLY (the watch hub's reads); its COMMIT is not one to
-	// drop, the tests mean the commit of a write.
+	// readOnly: this connection's current transaction began READ ONLY (the store's snapshot reads); its COMMIT
+	// is not one to drop, the tests mean the commit of a write. (A read transaction may end in ROLLBACK, so the
+	// flag follows each BEGIN rather than each COMMIT.)
 	readOnly := false
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
-			if _, werr := server.Write(buf[:n]); werr != nil {
-				break
-			}
 			lower := bytes.ToLower(buf[:n])
-			readOnly = readOnly || bytes.Contains(lower, []byte("read only"))
-			commit := bytes.Contains(lower, []byte("commit\x00"))
-			drop := commit && !readOnly
-			if commit {
-				readOnly = false
+			if bytes.Contains(lower, []byte("begin")) { // each transaction says at its BEGIN whether it is read-only
+				readOnly = bytes.Contains(lower, []byte("read only"))
 			}
-			if drop && p.takeDrop() {
-				// The server has the COMMIT; cut the client off before it can read the answer.
+			drop := bytes.Contains(lower, []byte("commit\x00")) && !readOnly && p.takeDrop()
+			if drop {
+				// Cut the client off first, then hand the server the COMMIT: its answer cannot reach the client.
+				cut.Store(true)
 				client.Close()
+			}
+			if _, werr := server.Write(buf[:n]); werr != nil || drop {
 				break
 			}
 		}
