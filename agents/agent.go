@@ -109,6 +109,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	// The runtime keeps absolute paths in its state (and its helpers change directory): a relative data dir
+	// (`make run`'s ./.wheelhouse/agent) is taken from the working directory once, here.
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("agent: data dir %q: %w", cfg.DataDir, err)
+	}
+	cfg.DataDir = dir
 	if cfg.Hollow > 0 {
 		return runHollow(ctx, cfg, log)
 	}

@@ -25,13 +25,13 @@ import (
 // once the server answers, it makes a single-use join token and starts the agent with its data dir inside the
 // server's. The agent keeps its identity there, so later starts need no new token. It needs root (network
 // namespaces, cgroups); otherwise it logs why it does not start. The agent stops with the server.
-func localAgent(ctx context.Context, cfg serverConfig, ten *tenancy.Store, caPEM []byte, log *slog.Logger) {
+func localAgent(ctx context.Context, cfg serverConfig, listenAddr string, ten *tenancy.Store, caPEM []byte, log *slog.Logger) {
 	log = log.With("component", "local-agent")
 	if os.Geteuid() != 0 {
 		log.Warn("the local agent needs root (network namespaces and cgroups); not starting it")
 		return
 	}
-	base := serverBaseURL(cfg)
+	base := serverBaseURL(cfg, listenAddr)
 	if !waitReady(ctx, base, caPEM) {
 		return
 	}
@@ -82,9 +82,10 @@ func localAgent(ctx context.Context, cfg serverConfig, ten *tenancy.Store, caPEM
 	}
 }
 
-// serverBaseURL is how a process on this machine reaches the server.
-func serverBaseURL(cfg serverConfig) string {
-	host, port, _ := net.SplitHostPort(cfg.Listen)
+// serverBaseURL is how a process on this machine reaches the server listening on listenAddr (the listener's
+// address: with --listen host:0 only the listener knows the port).
+func serverBaseURL(cfg serverConfig, listenAddr string) string {
+	host, port, _ := net.SplitHostPort(listenAddr)
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}

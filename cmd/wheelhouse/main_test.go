@@ -169,3 +169,20 @@ func TestVersionCommand(t *testing.T) {
 		t.Errorf("version -o json (-want +got):\n%s", diff)
 	}
 }
+
+// TestServerBaseURL: the local agent reaches the server at the listener's own address (with --listen host:0 only
+// the listener knows the port), over loopback when the server listens on every address.
+func TestServerBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		tls, addr, want string
+	}{
+		{"on", "127.0.0.1:43123", "https://127.0.0.1:43123"},
+		{"on", "0.0.0.0:8080", "https://127.0.0.1:8080"},
+		{"on", "[::]:8080", "https://127.0.0.1:8080"},
+		{"off", "10.0.0.5:8080", "http://10.0.0.5:8080"},
+	} {
+		if got := serverBaseURL(serverConfig{TLS: tc.tls}, tc.addr); got != tc.want {
+			t.Errorf("serverBaseURL(tls %s, %s) = %s, want %s", tc.tls, tc.addr, got, tc.want)
+		}
+	}
+}

@@ -299,7 +299,7 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 	}
 	if cfg.LocalAgent == "on" {
 		agentDone = make(chan struct{})
-		go func() { defer close(agentDone); localAgent(ctx, cfg, ten, caPEM, log) }()
+		go func() { defer close(agentDone); localAgent(ctx, cfg, l.Addr().String(), ten, caPEM, log) }()
 	}
 	err = srv.Start(ctx)
 	if agentDone != nil {
