@@ -101,7 +101,10 @@ func TestWorkloads(t *testing.T) {
 	kbin := kubectlPath(t)
 	dataDir := t.TempDir()
 	p := startServer(t, bin, []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t),
-		"WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}, "--data-dir", dataDir)
+		"WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}, "--data-dir", dataDir,
+		// The test's nodes have no agents renewing their Leases: on a loaded machine the test outlasts the
+		// default 40 s grace period and the node lifecycle controller would take them for lost.
+		"--node-monitor-grace-period", "1h")
 	p.waitReady(t)
 	k := newKubectl(t, bin, kbin, p.url, dataDir)
 	rc, err := clientcmd.BuildConfigFromFlags("", k.kubeconfig)
@@ -251,7 +254,10 @@ func TestScheduling(t *testing.T) {
 	kbin := kubectlPath(t)
 	dataDir := t.TempDir()
 	p := startServer(t, bin, []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t),
-		"WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}, "--data-dir", dataDir)
+		"WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}, "--data-dir", dataDir,
+		// The test's nodes have no agents renewing their Leases: on a loaded machine the test outlasts the
+		// default 40 s grace period and the node lifecycle controller would take them for lost.
+		"--node-monitor-grace-period", "1h")
 	p.waitReady(t)
 	k := newKubectl(t, bin, kbin, p.url, dataDir)
 	rc, err := clientcmd.BuildConfigFromFlags("", k.kubeconfig)
