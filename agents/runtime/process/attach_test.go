@@ -178,11 +178,13 @@ func TestAttachTTY(t *testing.T) {
 	done := attach(t.Context(), t, rt, attachExecutors["spdy"],
 		&runtimeapi.AttachRequest{ContainerId: id, Stdin: true, Stdout: true, Tty: true},
 		remotecommand.StreamOptions{Stdin: in, Stdout: &out, Tty: true, TerminalSizeQueue: sizeQueue(sizes)})
-	// The resize and stdin travel apart: ask for the size until the new one shows.
+	// The resize and stdin travel apart: ask for the size (each poll) until the new one shows.
 	eventually(t, 10*time.Second, "the terminal to take the session's size", func() bool {
+		if strings.Contains(out.String(), "33 91\r\n") {
+			return true
+		}
 		_, _ = io.WriteString(inW, "size\n")
-		time.Sleep(50 * time.Millisecond)
-		return strings.Contains(out.String(), "33 91\r\n")
+		return false
 	})
 	_, _ = io.WriteString(inW, "q\n")
 	if err := waitDone(t, done, "the tty session"); err != nil {

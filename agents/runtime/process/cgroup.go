@@ -294,17 +294,8 @@ func (c *cgroups) procsFiles(rel string) []string {
 
 // readKeyed reads the value of key in a "key value" per line file (0 if absent).
 func readKeyed(path, key string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	return 0
+	v, _ := readKeyedOK(path, key)
+	return int(v)
 }
 
 // killAll SIGKILLs every process in rel and its descendants.
