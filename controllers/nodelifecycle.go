@@ -220,6 +220,11 @@ func (c *nodeLifecycle) podEvent(ev watchcache.Event) {
 	case !apiequality.Semantic.DeepEqual(prev.Spec.Tolerations, pod.Spec.Tolerations):
 		c.podQ.Add(k)
 	}
+	// A pod that became ready on a node in a not-ready spell is marked again (upstream's pod worker does the
+	// same): the spell may have begun on a collection that did not have its status yet, or its kubelet spoke.
+	if to != "" && podReady(pod) && (prev == nil || !podReady(prev)) && c.unmark(Key{Cluster: k.Cluster, Name: to}, pod.UID) {
+		c.nodeQ.Add(Key{Cluster: k.Cluster, Name: to})
+	}
 }
 
 // queueNotReady queues the nodes of a cluster whose Ready condition is not True.
@@ -671,6 +676,19 @@ func (c *nodeLifecycle) marked(k Key, uid types.UID) bool {
 	defer c.mu.Unlock()
 	h, ok := c.health[k]
 	return !ok || h.marked[uid] // a forgotten node is gone: nothing to mark
+}
+
+// unmark forgets that the pod was set not ready in the node's current not-ready spell, and reports whether the
+// node is in one.
+func (c *nodeLifecycle) unmark(k Key, uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.health[k]
+	if !ok || h.marked == nil {
+		return false
+	}
+	delete(h.marked, uid)
+	return true
 }
 
 // setMarked records a marked pod, or with on false ends the not-ready spell (the node is ready).

@@ -418,6 +418,9 @@ func TestNodeLifecycleFullDisruption(t *testing.T) {
 	if e.evicted("c1", "db") {
 		t.Fatal("a pod evicted in full disruption")
 	}
+	// A pod bound during the spell (seen first without a Ready condition, then reported ready) is marked too.
+	e.addPod(only, "late")
+	eventually(t, "the pod bound during the spell not ready", func() bool { p := e.pod("c1", "late"); return p != nil && !podReady(p) })
 
 	// A ready node joins: the cluster is out of full disruption and the lost node gets its NoExecute taint.
 	e.addNode(nodeRef{"c1", "new"})
