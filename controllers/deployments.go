@@ -56,7 +56,7 @@ func RunDeployments(ctx context.Context, d Deps) {
 	})
 	wg.Go(func() {
 		follow(ctx, rsCol, func(ev watchcache.Event) {
-			if ref := metav1.GetControllerOf(ev.Object.Object.(*appsv1.ReplicaSet)); ref != nil && ref.Kind == "Deployment" {
+			if ref := metav1.GetControllerOfNoCopy(ev.Object.Object.(*appsv1.ReplicaSet)); ref != nil && ref.Kind == "Deployment" {
 				q.Add(Key{Cluster: ev.Object.Cluster, Namespace: ev.Object.Namespace, Name: ref.Name})
 			}
 		}, log)
@@ -82,7 +82,7 @@ func RunDeployments(ctx context.Context, d Deps) {
 		entries, _ := sets.ListIn(k.Cluster, k.Namespace)
 		for _, re := range entries {
 			rs := re.Object.(*appsv1.ReplicaSet)
-			if ref := metav1.GetControllerOf(rs); ref != nil && ref.UID == dep.UID && rs.DeletionTimestamp == nil {
+			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.UID == dep.UID && rs.DeletionTimestamp == nil {
 				owned = append(owned, rs)
 			}
 		}

@@ -90,7 +90,7 @@ func RunReplicaSets(ctx context.Context, d Deps) {
 	wg.Go(func() {
 		follow(ctx, podCol, func(ev watchcache.Event) {
 			pod := ev.Object.Object.(*corev1.Pod)
-			if ref := metav1.GetControllerOf(pod); ref != nil {
+			if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 				if ref.Kind == "ReplicaSet" {
 					q.Add(Key{Cluster: ev.Object.Cluster, Namespace: pod.Namespace, Name: ref.Name})
 				}
@@ -148,7 +148,10 @@ func reconcileReplicaSet(ctx context.Context, k Key, rsCol, podCol func(context.
 	var lastRev int64
 	for _, pe := range entries {
 		pod := pe.Object.(*corev1.Pod)
-		ref := metav1.GetControllerOf(pod)
+		ref := metav1.GetControllerOfNoCopy(pod)
+		if ref != nil && ref.UID != rs.UID {
+			continue // another controller's
+		}
 		matches := sel.Matches(labels.Set(pod.Labels))
 		switch {
 		case ref != nil && ref.UID == rs.UID && matches:
@@ -310,12 +313,13 @@ type rsStatusWriter interface {
 // once it has been ready for minReadySeconds; recheck is when the next ready pod becomes available (0: none).
 func updateReplicaSetStatus(ctx context.Context, c rsStatusWriter, rs *appsv1.ReplicaSet, owned []*corev1.Pod, now time.Time) (recheck time.Duration, err error) {
 	st := appsv1.ReplicaSetStatus{ObservedGeneration: rs.Generation, Conditions: rs.Status.Conditions}
+	templateLabels := labels.SelectorFromSet(rs.Spec.Template.Labels)
 	for _, p := range owned {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		st.Replicas++
-		if labels.SelectorFromSet(rs.Spec.Template.Labels).Matches(labels.Set(p.Labels)) {
+		if templateLabels.Matches(labels.Set(p.Labels)) {
 			st.FullyLabeledReplicas++
 		}
 		if podReady(p) {

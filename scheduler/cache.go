@@ -137,6 +137,10 @@ func (c *clusterCache) addPod(pod *corev1.Pod) (framework.ActionType, error) {
 		if old.assumed {
 			change |= framework.Add // the binding is now visible to everyone
 		}
+		if old.node == pod.Spec.NodeName {
+			c.pods[pod.UID] = &cachedPod{info: pi, node: pod.Spec.NodeName}
+			return change, c.nodeInfo(old.node).UpdatePod(pi)
+		}
 		_ = c.nodeInfo(old.node).RemovePod(pod.UID)
 	}
 	c.pods[pod.UID] = &cachedPod{info: pi, node: pod.Spec.NodeName}

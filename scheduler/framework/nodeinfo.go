@@ -25,6 +25,11 @@ type NodeInfo struct {
 	// process-wide counter, as upstream's: two different states of any NodeInfos (a clone changed apart from its
 	// original included) never share one, so (name, Generation) names a node's pods exactly.
 	Generation int64
+	// PodSetGeneration changes when the node's pods change in a way a pod selector can see: a pod added or
+	// removed, or one whose namespace, labels or deletion mark changed. A status update keeps it, so what is
+	// computed from the pods' identities alone (topology spread counts) can be cached by (name,
+	// PodSetGeneration). Drawn from the same counter as Generation.
+	PodSetGeneration int64
 }
 
 // NewNodeInfo makes an empty NodeInfo for node (which may be nil while only pods are known).
@@ -74,6 +79,26 @@ func (n *NodeInfo) AddPod(pi *PodInfo) {
 	n.NonZeroRequested.plus(&pi.NonZero, 1)
 	n.UsedPorts.add(pi.Pod, 1)
 	n.Generation = nextGeneration()
+	n.PodSetGeneration = n.Generation
+}
+
+// UpdatePod replaces a pod on the node with a newer state of itself (same UID). PodSetGeneration stays
+// unless the newer state differs in namespace, labels or deletion mark.
+func (n *NodeInfo) UpdatePod(pi *PodInfo) error {
+	i := indexOf(n.Pods, pi.Pod.UID)
+	if i < 0 {
+		return fmt.Errorf("pod %s is not on node %s", pi.Pod.UID, n.Name())
+	}
+	old := n.Pods[i].Pod
+	same := old.Namespace == pi.Pod.Namespace && (old.DeletionTimestamp == nil) == (pi.Pod.DeletionTimestamp == nil) &&
+		labels.Equals(old.Labels, pi.Pod.Labels)
+	setGen := n.PodSetGeneration
+	_ = n.RemovePod(pi.Pod.UID)
+	n.AddPod(pi)
+	if same {
+		n.PodSetGeneration = setGen
+	}
+	return nil
 }
 
 // RemovePod takes a pod (by UID) off the node.
@@ -94,6 +119,7 @@ func (n *NodeInfo) RemovePod(uid types.UID) error {
 	n.NonZeroRequested.plus(&pi.NonZero, -1)
 	n.UsedPorts.add(pi.Pod, -1)
 	n.Generation = nextGeneration()
+	n.PodSetGeneration = n.Generation
 	return nil
 }
 
@@ -103,7 +129,8 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
 		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),
 		UsedPorts:                    n.UsedPorts.clone(), Requested: n.Requested.Clone(),
-		NonZeroRequested: n.NonZeroRequested.Clone(), Allocatable: n.Allocatable.Clone(), Generation: n.Generation}
+		NonZeroRequested: n.NonZeroRequested.Clone(), Allocatable: n.Allocatable.Clone(), Generation: n.Generation,
+		PodSetGeneration: n.PodSetGeneration}
 	return c
 }
 

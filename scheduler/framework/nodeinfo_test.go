@@ -498,3 +498,45 @@ func TestGenerationsAreUnique(t *testing.T) {
 		t.Fatalf("a clone and its original changed apart share generation %d", a.Generation)
 	}
 }
+
+func TestNodeInfoUpdatePod(t *testing.T) {
+	n := NewNodeInfo(testNode("n", rl("cpu", "8", "memory", "16Gi")))
+	pod := namedPod("a", corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: rl("cpu", "1", "memory", "1Gi")}}}})
+	pod.Namespace, pod.Labels = "default", map[string]string{"app": "web"}
+	n.AddPod(mustInfo(t, pod))
+	if err := n.UpdatePod(mustInfo(t, namedPod("stranger", corev1.PodSpec{}))); err == nil {
+		t.Fatal("updating a pod that is not on the node: no error")
+	}
+	steps := []struct {
+		name   string
+		change func(p *corev1.Pod)
+		newSet bool // a pod selector can tell the difference
+	}{
+		{"status only", func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }, false},
+		{"annotations", func(p *corev1.Pod) { p.Annotations = map[string]string{"note": "x"} }, false},
+		{"bigger request", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = rl("cpu", "2", "memory", "1Gi") }, false},
+		{"labels", func(p *corev1.Pod) { p.Labels = map[string]string{"app": "db"} }, true},
+		{"deletion", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }, true},
+	}
+	for _, s := range steps {
+		gen, setGen := n.Generation, n.PodSetGeneration
+		next := n.Pods[0].Pod.DeepCopy()
+		s.change(next)
+		if err := n.UpdatePod(mustInfo(t, next)); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if n.Generation <= gen {
+			t.Errorf("%s: generation %d after %d, want a new one", s.name, n.Generation, gen)
+		}
+		if changed := n.PodSetGeneration != setGen; changed != s.newSet {
+			t.Errorf("%s: pod set generation changed %v, want %v", s.name, changed, s.newSet)
+		}
+		if len(n.Pods) != 1 || n.Pods[0].Pod != next {
+			t.Errorf("%s: pods %v, want the new state alone", s.name, n.Pods)
+		}
+	}
+	if got := n.Requested.MilliCPU; got != 2000 {
+		t.Errorf("requested %dm after the updates, want the last state's 2000m", got)
+	}
+}

@@ -41,7 +41,8 @@ var ptsSystemDefaults = []corev1.TopologySpreadConstraint{
 }
 
 type podTopologySpread struct {
-	// counts caches ptsCountMatching by node state (name and Generation), namespace and selector: scheduling
+	// counts caches ptsCountMatching by node state (name and PodSetGeneration: pod status updates keep it),
+	// namespace and selector: scheduling
 	// the replicas of one workload asks the same question of every node each cycle, and all nodes but the one
 	// that got the last pod still have the answer. Entries of old states are dropped wholesale at
 	// ptsCountCacheMax.
@@ -272,10 +273,10 @@ type ptsCountKey struct {
 
 // countMatching is ptsCountMatching of ni's pods, through the count cache.
 func (p *podTopologySpread) countMatching(ni *framework.NodeInfo, c *ptsConstraint, ns string) int {
-	if ni.Generation == 0 || c.selKey == "" { // a NodeInfo built by hand has no generation to key on
+	if ni.PodSetGeneration == 0 || c.selKey == "" { // a NodeInfo built by hand has no generation to key on
 		return ptsCountMatching(ni.Pods, c.selector, ns)
 	}
-	k := ptsCountKey{node: ni.Name(), gen: ni.Generation, ns: ns, sel: c.selKey}
+	k := ptsCountKey{node: ni.Name(), gen: ni.PodSetGeneration, ns: ns, sel: c.selKey}
 	if v, ok := p.counts.Load(k); ok {
 		return v.(int)
 	}

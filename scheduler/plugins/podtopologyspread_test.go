@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -555,5 +556,36 @@ func TestPodTopologySpreadCountCache(t *testing.T) {
 	}
 	if got := p.countMatching(ni, c, "other"); got != 0 {
 		t.Fatalf("another namespace: %d, want 0", got)
+	}
+	// Updates in place: a status change keeps the pod set (and the cached answer), a label or deletion change
+	// is counted.
+	update := func(name string, change func(*corev1.Pod)) {
+		t.Helper()
+		i := slices.IndexFunc(ni.Pods, func(pi *framework.PodInfo) bool { return pi.Pod.Name == name })
+		pod := ni.Pods[i].Pod.DeepCopy()
+		change(pod)
+		pi, err := framework.NewPodInfo(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ni.UpdatePod(pi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setGen := ni.PodSetGeneration
+	update("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })
+	if ni.PodSetGeneration != setGen {
+		t.Fatal("a status update took a new pod set generation: the cached counts would be recomputed for nothing")
+	}
+	if got := p.countMatching(ni, c, "default"); got != 2 {
+		t.Fatalf("after a status update: %d, want 2", got)
+	}
+	update("a", func(p *corev1.Pod) { p.Labels = map[string]string{"app": "db"} })
+	if got := p.countMatching(ni, c, "default"); got != 1 {
+		t.Fatalf("after a pod's labels changed: %d, want 1", got)
+	}
+	update("b", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} })
+	if got := p.countMatching(ni, c, "default"); got != 0 {
+		t.Fatalf("after a pod was marked for deletion: %d, want 0", got)
 	}
 }
