@@ -23,7 +23,7 @@ func (s *Store) Compact(ctx context.Context, rev int64) error {
 
 // compactStep compacts one chunk towards rev and reports whether rev is reached.
 func (s *Store) compactStep(ctx context.Context, rev int64) (bool, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.sys.Begin(ctx)
 	if err != nil {
 		return false, translate("compact", nil, err)
 	}
@@ -116,7 +116,7 @@ func (s *Store) DeleteCluster(ctx context.Context, cluster string) error {
 	for _, table := range []string{"objects", "history"} {
 		q := `DELETE FROM ` + table + ` WHERE ctid IN (SELECT ctid FROM ` + table + ` WHERE cluster = $1 LIMIT $2)`
 		for {
-			tag, err := s.pool.Exec(ctx, q, cluster, deleteClusterChunk)
+			tag, err := s.sys.Exec(ctx, q, cluster, deleteClusterChunk)
 			if err != nil {
 				return translate("delete cluster", nil, err)
 			}

@@ -149,7 +149,7 @@ func (h *hub) pollOnce(ctx context.Context) (int, error) {
 	from := h.position()
 	ctx, cancel := context.WithTimeout(ctx, h.s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := h.s.pool.Query(ctx, historyQuery("rev > $1", hubPage), from)
+	rows, err := h.s.sys.Query(ctx, historyQuery("rev > $1", hubPage), from)
 	if err != nil {
 		return 0, translate("watch hub", nil, err)
 	}

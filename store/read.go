@@ -15,9 +15,11 @@ func (s *Store) Get(ctx context.Context, key Key) (Object, error) {
 		return Object{}, err
 	}
 	obj := Object{Key: key}
-	err := s.pool.QueryRow(ctx,
-		`SELECT rev, create_rev, value FROM objects WHERE cluster = $1 AND resource = $2 AND namespace = $3 AND name = $4`,
-		key.Cluster, key.Resource, key.Namespace, key.Name).Scan(&obj.Revision, &obj.CreateRevision, &obj.Value)
+	err := s.retryRead(ctx, func() error {
+		return s.pool.QueryRow(ctx,
+			`SELECT rev, create_rev, value FROM objects WHERE cluster = $1 AND resource = $2 AND namespace = $3 AND name = $4`,
+			key.Cluster, key.Resource, key.Namespace, key.Name).Scan(&obj.Revision, &obj.CreateRevision, &obj.Value)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Object{}, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
@@ -64,15 +66,35 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListResult, error) 
 		after, rev = &tok, tok.Revision
 	}
 	q, args := listQuery(opts, after, rev)
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return ListResult{}, translate("list", listKey(opts), err)
-	}
-	res, err := scanList(rows, opts, rev)
+	var res ListResult
+	err := s.retryRead(ctx, func() error {
+		rows, err := s.pool.Query(ctx, q, args...)
+		if err != nil {
+			return translate("list", listKey(opts), err)
+		}
+		res, err = scanList(rows, opts, rev) // its errors are translated
+		return err
+	})
 	if err != nil {
 		return ListResult{}, err
 	}
 	return res, nil
+}
+
+// retryRead runs a read again, once, when its connection turned out to be dead. After PostgreSQL restarts or a
+// network cut every pooled connection is, and one idle for less than a second is handed out without a ping: the
+// idle ones are pinged first (the dead ones leave the pool), so the retry gets a live or a new connection. Reads
+// are safe to repeat.
+func (s *Store) retryRead(ctx context.Context, read func() error) error {
+	err := read()
+	if err == nil || ctx.Err() != nil || !isUnavailable(err) {
+		return err
+	}
+	for _, c := range s.pool.AcquireAllIdle(ctx) {
+		_ = c.Ping(ctx) // a failed ping closes the connection, and Release destroys a closed one
+		c.Release()
+	}
+	return read()
 }
 
 type listKey ListOptions

@@ -16,7 +16,9 @@ import (
 type Config struct {
 	// URL is a PostgreSQL connection URL or DSN. The schema (migrations) must already be applied.
 	URL string
-	// MaxConns bounds the connection pool (default 16). One more connection is used for LISTEN.
+	// MaxConns bounds the connection pool of reads (default 16). The store's own work has connections apart,
+	// so that reads piling up can never starve the writers or the watch hub that feeds every watcher: Writers
+	// for the writers, one for the watch hub, one for the compactor and commit checks, one for LISTEN.
 	MaxConns int32
 	// Writers is how many batches may be in flight from this process at once (default 2): while one holds the
 	// revision lock the next is already assembled and waiting.
@@ -80,10 +82,10 @@ func (c *Config) Validate() error {
 	switch {
 	case c.URL == "":
 		return errors.New("store: Config.URL is required")
-	case c.MaxConns < 2:
-		return errors.New("store: Config.MaxConns must be at least 2")
-	case c.Writers < 1 || int32(c.Writers) >= c.MaxConns:
-		return errors.New("store: Config.Writers must be at least 1 and below MaxConns")
+	case c.MaxConns < 1:
+		return errors.New("store: Config.MaxConns must be at least 1")
+	case c.Writers < 1 || c.Writers > 64:
+		return errors.New("store: Config.Writers must be 1 to 64")
 	case c.MaxBatch < 1:
 		return errors.New("store: Config.MaxBatch must be at least 1")
 	case c.WatchBuffer < 16:
@@ -94,8 +96,10 @@ func (c *Config) Validate() error {
 
 // Store is the object store. It is safe for concurrent use.
 type Store struct {
-	cfg     Config
-	pool    *pgxpool.Pool
+	cfg  Config
+	pool *pgxpool.Pool // reads
+	// sys is the pool of the store's own work (writers, watch hub, compactor): Writers+2 connections.
+	sys     *pgxpool.Pool
 	listen  *pgx.ConnConfig
 	log     *slog.Logger
 	ops     chan *op
@@ -134,15 +138,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "wheelhouse"
 	listen := pcfg.ConnConfig.Copy()
 	listen.RuntimeParams["application_name"] = "wheelhouse-listen"
+	scfg := pcfg.Copy()
+	scfg.MaxConns = int32(cfg.Writers) + 2
+	scfg.ConnConfig.RuntimeParams["application_name"] = "wheelhouse-store"
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool: %w", ErrInvalid)
 	}
-	s := &Store{cfg: cfg, pool: pool, listen: listen, log: cfg.Logger, ops: make(chan *op, cfg.MaxBatch*cfg.Writers),
+	sys, err := pgxpool.NewWithConfig(ctx, scfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pool: %w", ErrInvalid)
+	}
+	s := &Store{cfg: cfg, pool: pool, sys: sys, listen: listen, log: cfg.Logger, ops: make(chan *op, cfg.MaxBatch*cfg.Writers),
 		urgent: make(chan *op, urgentQueue)}
 	start, err := s.CurrentRevision(ctx)
 	if err != nil {
 		pool.Close()
+		sys.Close()
 		return nil, err
 	}
 	s.hub = newHub(s, start)
@@ -176,6 +189,7 @@ func (s *Store) Close() {
 		s.hub.closeAll(ErrClosed)
 		s.failQueued()
 		s.pool.Close()
+		s.sys.Close()
 	})
 }
 

@@ -229,7 +229,7 @@ func (s *Store) batchContext(batch []*op) (context.Context, context.CancelFunc) 
 // execBatch runs one transaction: take the revision lock (reserving len(batch) revisions), run every op's
 // statement in one pipelined round trip, notify, commit. It fills each op's res.
 func (s *Store) execBatch(ctx context.Context, batch []*op) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.sys.Begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func (s *Store) commit(ctx context.Context, tx pgx.Tx, xid uint64) error {
 func (s *Store) ResolveCommit(ctx context.Context, xid uint64) (bool, error) {
 	for {
 		var status *string
-		err := s.pool.QueryRow(ctx, "SELECT pg_xact_status($1::text::xid8)", strconv.FormatUint(xid, 10)).Scan(&status)
+		err := s.sys.QueryRow(ctx, "SELECT pg_xact_status($1::text::xid8)", strconv.FormatUint(xid, 10)).Scan(&status)
 		if err != nil {
 			return false, translate("resolve commit", nil, err)
 		}
