@@ -139,6 +139,12 @@ type Config struct {
 	// MaxMutatingInFlight and MaxReadOnlyInFlight bound concurrent requests (defaults 200 and 400, upstream's);
 	// past them requests get 429 with Retry-After. Watches are not counted.
 	MaxMutatingInFlight, MaxReadOnlyInFlight int
+	// MaxStoreFallbacks bounds the lists and watch set-ups of cached resources that the cache cannot serve and
+	// the store must (a revision before the cache's window, a cache that did not catch up in time); past it, after
+	// a short wait, they get 429 with Retry-After (default 8, half the store's read pool). Under overload these are
+	// the reads that grow with the load: a thousand agents' watches resuming at once would otherwise queue a
+	// thousand full lists on the store.
+	MaxStoreFallbacks int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// WatchCache serves watches and lists from memory (server/watchcache). Nil: New makes one on Storage when
@@ -174,6 +180,9 @@ func (c *Config) setDefaults() {
 	if c.MaxReadOnlyInFlight == 0 {
 		c.MaxReadOnlyInFlight = 400
 	}
+	if c.MaxStoreFallbacks == 0 {
+		c.MaxStoreFallbacks = 8
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -202,9 +211,11 @@ type API struct {
 	log      *slog.Logger
 	mutating chan struct{} // in-flight slots for writes
 	readOnly chan struct{} // in-flight slots for reads
-	managers *fieldManagers
-	shared   *sharedEvents     // decoded and encoded watch objects of store-fed watches, shared by watchers
-	cache    *watchcache.Cache // nil when disabled
+	// fallbacks: slots for store reads of cached resources (Config.MaxStoreFallbacks).
+	fallbacks chan struct{}
+	managers  *fieldManagers
+	shared    *sharedEvents     // decoded and encoded watch objects of store-fed watches, shared by watchers
+	cache     *watchcache.Cache // nil when disabled
 	// localOnce and local: the Echo instance of in-process requests (local.go).
 	localOnce sync.Once
 	local     *echo.Echo
@@ -222,6 +233,7 @@ func New(cfg Config) (*API, error) {
 	a := &API{cfg: cfg, log: cfg.Logger,
 		mutating:       make(chan struct{}, cfg.MaxMutatingInFlight),
 		readOnly:       make(chan struct{}, cfg.MaxReadOnlyInFlight),
+		fallbacks:      make(chan struct{}, cfg.MaxStoreFallbacks),
 		managers:       newFieldManagers(cfg.TypeConverter),
 		shared:         newSharedEvents(sharedEventsSize),
 		cache:          cfg.WatchCache,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -140,6 +141,30 @@ func (rq *request) waitForCache(col *watchcache.Collection, rv int64) error {
 		return storeError(store.ErrFutureRevision, rq.gr(), "")
 	}
 	return nil
+}
+
+// storeFallbackWait is how long a read the cache cannot serve waits for a store slot before its 429.
+const storeFallbackWait = time.Second
+
+// storeFallback takes a slot for reading the store in place of the cache (Config.MaxStoreFallbacks); with none
+// free within storeFallbackWait the request is answered 429, and its client retries after a second, by when the
+// cache has usually caught up. The release func frees the slot.
+func (rq *request) storeFallback() (func(), error) {
+	select {
+	case rq.api.fallbacks <- struct{}{}:
+		return func() { <-rq.api.fallbacks }, nil
+	default:
+	}
+	t := time.NewTimer(storeFallbackWait)
+	defer t.Stop()
+	select {
+	case rq.api.fallbacks <- struct{}{}:
+		return func() { <-rq.api.fallbacks }, nil
+	case <-t.C:
+		return nil, apierrors.NewTooManyRequests("the watch cache is behind and the store is busy; retry shortly", 1)
+	case <-rq.ctx.Done():
+		return nil, rq.ctx.Err()
+	}
 }
 
 // watchFromCache serves a WATCH from the cache. It returns false, having written nothing, when the cache cannot

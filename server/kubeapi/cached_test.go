@@ -1,6 +1,7 @@
 package kubeapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -178,7 +179,7 @@ func TestListAtFutureRevisionIsTooLarge(t *testing.T) {
 // from before it, still inside the store's history, is served by the store with the same events.
 func TestWatchBeforeCacheWindowFallsBackToStore(t *testing.T) {
 	var counts *countingStorage
-	env := newTestEnv(t, withCache(t, &counts, watchcache.Config{Window: 2}))
+	env := newTestEnv(t, withCache(t, &counts, watchcache.Config{Window: 2, MaxWindow: 2}))
 	cs := env.client(t, "c1")
 	ctx := t.Context()
 	env.rawList(t, rawCMs)
@@ -219,6 +220,39 @@ func TestWatchBeforeCacheWindowFallsBackToStore(t *testing.T) {
 	}
 	if n := counts.watches.Load() - before; n != 1 {
 		t.Fatalf("a watch before the window opened %d store watches, want 1", n)
+	}
+}
+
+// TestStoreFallbacksAreBounded: a watch the cache cannot serve (from before its window) waits for a store slot;
+// with none free it is answered 429 with Retry-After, and served once a slot frees up.
+func TestStoreFallbacksAreBounded(t *testing.T) {
+	var counts *countingStorage
+	env := newTestEnv(t, withCache(t, &counts, watchcache.Config{Window: 2, MaxWindow: 2}),
+		func(c *Config) { c.MaxStoreFallbacks = 1 })
+	env.rawList(t, rawCMs)
+	var revs []string
+	for i := range 4 {
+		obj := env.rawCreate(t, rawCMs, fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"f%d"}}`, i))
+		revs = append(revs, obj["metadata"].(map[string]any)["resourceVersion"].(string))
+	}
+	env.rawList(t, rawCMs+"?resourceVersion="+revs[3]) // the cache has every create: revs[0] is before its window
+	watchOld := rawCMs + "?watch=1&timeoutSeconds=1&resourceVersion=" + revs[0]
+	env.api.fallbacks <- struct{}{} // the only slot is busy
+	resp := env.rawDo(t, http.MethodGet, watchOld, "", nil)
+	if resp.code != http.StatusTooManyRequests || resp.header.Get("Retry-After") != "1" {
+		t.Fatalf("with no store slot free: %d (Retry-After %q) %s, want 429 with Retry-After 1", resp.code, resp.header.Get("Retry-After"), resp.body)
+	}
+	var st metav1.Status
+	if err := json.Unmarshal(resp.body, &st); err != nil || st.Reason != metav1.StatusReasonTooManyRequests {
+		t.Fatalf("body %s: want a Status with reason TooManyRequests", resp.body)
+	}
+	<-env.api.fallbacks
+	resp = env.rawDo(t, http.MethodGet, watchOld, "", nil)
+	if resp.code != http.StatusOK || !bytes.Contains(resp.body, []byte(`"f1"`)) || !bytes.Contains(resp.body, []byte(`"f3"`)) {
+		t.Fatalf("with a slot free: %d %s, want the events after %s", resp.code, resp.body, revs[0])
+	}
+	if n := len(env.api.fallbacks); n != 0 {
+		t.Fatalf("%d store slots still held after the watch", n)
 	}
 }
 

@@ -56,6 +56,13 @@ func (rq *request) list() error {
 		}
 		return rq.writeList(items, rev, cont)
 	}
+	if opts.Revision == 0 && rq.collection(rq.res) != nil { // cached, but the cache could not serve it: a bounded store read
+		release, err := rq.storeFallback()
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	items, rev, cont, err := rq.listFiltered(opts, sel)
 	if err != nil {
 		return err

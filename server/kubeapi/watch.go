@@ -95,11 +95,17 @@ func (rq *request) watch() error {
 	if p.initialEvents != nil {
 		initial = *p.initialEvents
 	}
+	release := func() {}
 	if col := rq.collection(rq.res); col != nil {
 		if served, err := ws.watchFromCache(ctx, col, initial); served {
 			return err
 		}
+		// The store sets this watch up (its state and history): a bounded store read.
+		if release, err = rq.storeFallback(); err != nil {
+			return err
+		}
 	}
+	defer func() { release() }()
 	var pending []runtime.Object
 	from := p.rv
 	switch {
@@ -130,6 +136,8 @@ func (rq *request) watch() error {
 	if err != nil {
 		return storeError(err, rq.gr(), "")
 	}
+	release()
+	release = func() {}
 	defer w.Stop()
 	if err := ws.start(); errors.Is(err, errWebSocketHandled) {
 		return nil

@@ -36,8 +36,12 @@ var _ Source = (*store.Store)(nil)
 // Config configures a Cache. Zero values take the defaults noted.
 type Config struct {
 	Source Source
-	// Window is how many recent events each collection keeps for watches that start in the past (default 4096).
-	Window int
+	// Window is how many recent events each collection keeps at least for watches that start in the past
+	// (default 4096); it grows to MaxWindow (default 100 Ki) to keep every event younger than WindowAge (default
+	// 75 s), and shrinks back once they are older.
+	Window    int
+	MaxWindow int
+	WindowAge time.Duration
 	// WatchBuffer is how many events may wait for one watch; a watch further behind ends with ErrSlow and its
 	// client resumes (default 4096).
 	WatchBuffer int
@@ -55,6 +59,13 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.Window <= 0 {
 		c.Window = 4096
+	}
+	if c.MaxWindow <= 0 {
+		c.MaxWindow = 100 << 10
+	}
+	c.MaxWindow = max(c.MaxWindow, c.Window)
+	if c.WindowAge <= 0 {
+		c.WindowAge = 75 * time.Second
 	}
 	if c.WatchBuffer <= 0 {
 		c.WatchBuffer = 4096

@@ -193,7 +193,7 @@ func TestWatchEventsCarryPreviousState(t *testing.T) {
 }
 
 func TestWatchFromThePast(t *testing.T) {
-	e := newEnv(t, Config{Window: 4})
+	e := newEnv(t, Config{Window: 4, MaxWindow: 4})
 	e.create(t, "a", "first", "v") // revision 0 would mean "now"
 	col := e.collection(t)
 	start := col.Revision()
@@ -348,7 +348,7 @@ func TestCloseEndsWatches(t *testing.T) {
 // TestCacheMatchesStore: after any sequence of writes, a fresh collection equals a consistent store list, and
 // every watch, whenever it started, sees the same events in the same order.
 func TestCacheMatchesStore(t *testing.T) {
-	e := newEnv(t, Config{Window: 64})
+	e := newEnv(t, Config{Window: 64, MaxWindow: 64})
 	e.create(t, "seed", "x", "v") // so that no watch starts at revision 0 ("now")
 	col := e.collection(t)
 	rapid.Check(t, func(rt *rapid.T) {

@@ -183,7 +183,7 @@ func entryLess(a, b *Entry) bool {
 func newCollection(c *Cache, k Kind, dec Decoder) *Collection {
 	col := &Collection{cache: c, kind: k, dec: dec, synced: make(chan struct{}),
 		items: btree.NewG(32, entryLess), watches: map[*Watch]struct{}{}, advanced: make(chan struct{}),
-		window: newRing(c.cfg.Window)}
+		window: newRing(c.cfg.Window, c.cfg.MaxWindow, c.cfg.WindowAge)}
 	if c.cfg.Index != nil {
 		if f := c.cfg.Index(k.Resource); f != nil {
 			col.indexOf, col.byIndex = f, map[string]map[entryKey]*Entry{}
@@ -334,7 +334,7 @@ func (col *Collection) apply(ev store.Event) error {
 	if ev.Type != store.Deleted {
 		col.indexPut(e)
 	}
-	col.window.push(out)
+	col.window.push(out, time.Now())
 	col.changed = ev.Revision()
 	for w := range col.watches {
 		if w.wants(e) && w.accepts(out) && !w.push(out) {
@@ -487,27 +487,62 @@ func (col *Collection) GetIn(cluster, namespace, name string) (*Entry, bool, int
 	return e, ok, col.rev
 }
 
-// ring is the window of recent events.
+// ring is the window of recent events. It keeps at least min events and, up to max, every event younger than
+// age (upstream's watch cache sizes itself the same way, 75 s and 100 Ki events): under a burst of writes a
+// fixed count covers only seconds, and watchers resuming from before it fall back to the store all at once.
 type ring struct {
 	buf   []Event
-	start int // index of the oldest event
+	at    []time.Time // when each event arrived, parallel to buf
+	start int         // index of the oldest event
 	n     int
 	// from: every event with a revision above it is in the window.
-	from int64
+	from     int64
+	min, max int
+	age      time.Duration
 }
 
-func newRing(size int) ring { return ring{buf: make([]Event, size)} }
+func newRing(least, most int, age time.Duration) ring {
+	return ring{buf: make([]Event, least), at: make([]time.Time, least), min: least, max: max(least, most), age: age}
+}
 
-func (r *ring) push(ev Event) {
+func (r *ring) push(ev Event, now time.Time) {
+	if r.n == len(r.buf) {
+		switch size := len(r.buf); {
+		case size < r.max && now.Sub(r.at[r.start]) < r.age:
+			r.resize(min(2*size, r.max)) // the oldest event is still young: keep it
+		case size > r.min && now.Sub(r.at[(r.start+size-size/2)%size]) > r.age:
+			// All but fewer than size/2 events have aged out: give the memory back, keeping the young ones and
+			// room for this one.
+			r.resize(max(size/2, r.min))
+		}
+	}
 	if r.n == len(r.buf) {
 		r.from = r.buf[r.start].Revision
-		r.buf[r.start] = ev
+		r.buf[r.start], r.at[r.start] = ev, now
 		r.start = (r.start + 1) % len(r.buf)
 		return
 	}
-	r.buf[(r.start+r.n)%len(r.buf)] = ev
+	i := (r.start + r.n) % len(r.buf)
+	r.buf[i], r.at[i] = ev, now
 	r.n++
 }
+
+// resize moves the window to a buffer of size events, dropping the oldest that do not fit.
+func (r *ring) resize(size int) {
+	buf, at := make([]Event, size), make([]time.Time, size)
+	drop := max(r.n-size, 0)
+	if drop > 0 {
+		r.from = r.buf[(r.start+drop-1)%len(r.buf)].Revision
+	}
+	for i := drop; i < r.n; i++ {
+		j := (r.start + i) % len(r.buf)
+		buf[i-drop], at[i-drop] = r.buf[j], r.at[j]
+	}
+	r.buf, r.at, r.start, r.n = buf, at, 0, r.n-drop
+}
+
+// size is the window's current capacity.
+func (r *ring) size() int { return len(r.buf) }
 
 // after calls f for each event with a revision above rev, oldest first.
 func (r *ring) after(rev int64, f func(Event)) {
