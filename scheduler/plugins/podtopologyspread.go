@@ -162,8 +162,9 @@ func (p *podTopologySpread) constraints(pod *corev1.Pod, cluster string, action 
 	if reqs, selectable := sel.Requirements(); !selectable || len(reqs) == 0 {
 		return nil, nil // nothing owns or selects the pod
 	}
+	key := sel.String()
 	for i := range cs {
-		cs[i].selector = sel
+		cs[i].selector, cs[i].selKey = sel, key
 	}
 	return cs, nil
 }

@@ -589,3 +589,27 @@ func TestPodTopologySpreadCountCache(t *testing.T) {
 		t.Fatalf("after a pod was marked for deletion: %d, want 0", got)
 	}
 }
+
+// TestPodTopologySpreadDefaultsAreCached: the system default constraints take the owner's selector, and the
+// count cache keys on that selector (two workloads never share counts, and neither goes uncached).
+func TestPodTopologySpreadDefaultsAreCached(t *testing.T) {
+	keys := map[string]string{}
+	for _, app := range []string{"web", "db"} {
+		src := &fxSource{selector: labels.SelectorFromSet(labels.Set{"app": app})}
+		fw := fxFramework(t, src, fxPlugin{name: "PodTopologySpread"})
+		p := fw.PreScore[0].(*podTopologySpread)
+		cs, err := p.constraints(fxPod("p").label("app", app).obj(), "c1", corev1.ScheduleAnyway)
+		if err != nil || len(cs) == 0 {
+			t.Fatalf("%s: constraints %v, %v; want the system defaults", app, cs, err)
+		}
+		for _, c := range cs {
+			if c.selKey == "" || c.selKey != c.selector.String() {
+				t.Fatalf("%s: constraint on %s keyed %q for selector %q", app, c.key, c.selKey, c.selector)
+			}
+		}
+		keys[app] = cs[0].selKey
+	}
+	if keys["web"] == keys["db"] {
+		t.Fatalf("two workloads share the count cache key %q", keys["web"])
+	}
+}
