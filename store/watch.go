@@ -19,6 +19,10 @@ type WatchOptions struct {
 	Revision int64
 	// Progress asks for periodic BOOKMARK events.
 	Progress bool
+	// Buffer overrides Config.WatchBuffer for this watcher (0: the store's). A watch cache that every client
+	// watch hangs off sets it large: closing it as slow would cost a reload of everything and every client's
+	// watch, never less than the memory of its backlog.
+	Buffer int
 }
 
 func (o WatchOptions) matches(k Key) bool {
@@ -54,7 +58,11 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	if opts.Revision < 0 {
 		return nil, fmt.Errorf("watch: negative revision: %w", ErrInvalid)
 	}
-	w := &Watcher{opts: opts, store: s, limit: s.cfg.WatchBuffer, signal: make(chan struct{}, 1), out: make(chan Event),
+	limit := s.cfg.WatchBuffer
+	if opts.Buffer > 0 {
+		limit = opts.Buffer
+	}
+	w := &Watcher{opts: opts, store: s, limit: limit, signal: make(chan struct{}, 1), out: make(chan Event),
 		stopCh: make(chan struct{}), killCh: make(chan struct{})}
 	w.start = s.hub.add(w)
 	// Below the hub's position history must be checked for compaction; so must a revision below a compaction

@@ -135,6 +135,12 @@ func TestSlowWatcherIsClosedAndOthersContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fast.Stop()
+	// A watcher with a buffer of its own (the watch cache's) outlasts the store's default.
+	roomy, err := s.Watch(ctx, WatchOptions{Cluster: "c1", Buffer: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roomy.Stop()
 	// Lockstep: each write waits until the fast watcher has it, so its backlog never exceeds one event whatever
 	// the machine's load, while the slow one, which never reads, overflows its 16-event buffer.
 	for i := range 40 {
@@ -159,6 +165,19 @@ func TestSlowWatcherIsClosedAndOthersContinue(t *testing.T) {
 	wantErr(t, slow.Err(), ErrWatcherSlow)
 	if n >= 40 {
 		t.Fatalf("slow watcher delivered all %d events; expected it to be cut off", n)
+	}
+	for i := range 40 {
+		select {
+		case ev, ok := <-roomy.Events():
+			if !ok {
+				t.Fatalf("the watcher with a 64-event buffer was closed after %d events: %v", i, roomy.Err())
+			}
+			if ev.Object.Key.Name != fmt.Sprintf("p%d", i) {
+				t.Fatalf("event %d is %s", i, ev.Object.Key.Name)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the watcher with a 64-event buffer stalled after %d events", i)
+		}
 	}
 }
 

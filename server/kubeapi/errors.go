@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
@@ -59,6 +60,10 @@ func internalf(format string, args ...any) error { return internal(fmt.Errorf(fo
 
 // statusFor returns the Status body for err. Internal errors get a generic message.
 func statusFor(err error) metav1.Status {
+	if errors.Is(err, watchcache.ErrReset) || errors.Is(err, watchcache.ErrClosed) {
+		// A read of the watch cache met a collection being reloaded (or the cache stopping): retryable.
+		err = apierrors.NewServiceUnavailable("the server's cache is reloading; retry shortly")
+	}
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {
 		st := se.Status()

@@ -101,13 +101,21 @@ func (s *RBACSource) PodsOnNode(ctx context.Context, cluster, node string) ([]*c
 	if !ok {
 		return nil, fmt.Errorf("kubeapi: the registry does not serve pods")
 	}
-	col, err := s.api.collection(ctx, cluster, res)
-	if err != nil {
-		return nil, err
-	}
-	// The node's view must include a pod bound to it a moment ago (it is about to start it).
-	if err := col.Fresh(ctx); err != nil && !errors.Is(err, watchcache.ErrNotFresh) {
-		return nil, err
+	var col *watchcache.Collection
+	for attempt := 0; ; attempt++ {
+		var err error
+		if col, err = s.api.collection(ctx, cluster, res); err != nil {
+			return nil, err
+		}
+		// The node's view must include a pod bound to it a moment ago (it is about to start it).
+		err = col.Fresh(ctx)
+		if err == nil || errors.Is(err, watchcache.ErrNotFresh) {
+			break
+		}
+		if !errors.Is(err, watchcache.ErrReset) || attempt > 0 {
+			return nil, err
+		}
+		// The collection was dropped (its store watch ended) while we waited: the next one is loading.
 	}
 	var out []*corev1.Pod
 	if col.Indexed() {

@@ -212,6 +212,10 @@ func (col *Collection) failed() error {
 	return col.err
 }
 
+// sourceBuffer is how far a collection's store watch may fall behind before the store closes it (which reloads
+// the collection and ends its watchers): a backlog costs its memory, a reload costs far more.
+const sourceBuffer = 1 << 20
+
 // run lists the resource, then follows the store's events until the collection fails or the cache closes.
 func (col *Collection) run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -244,7 +248,7 @@ func (col *Collection) run(ctx context.Context) {
 		return
 	}
 	if err := w.Err(); err != nil && !errors.Is(err, store.ErrClosed) {
-		log.Info("watch cache collection reset; its watchers resume", "err", err)
+		log.Warn("watch cache collection reset; its watchers resume", "err", err)
 	}
 	col.fail(ErrReset)
 }
@@ -292,7 +296,7 @@ func (col *Collection) load(ctx context.Context) (*store.Watcher, error) {
 		opts.Continue = page.Continue
 	}
 	w, err := src.Watch(ctx, store.WatchOptions{Cluster: col.kind.Cluster, Resource: col.kind.Resource,
-		Revision: rev, Progress: true})
+		Revision: rev, Progress: true, Buffer: sourceBuffer})
 	if err != nil {
 		return nil, err
 	}
