@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -117,10 +118,12 @@ func TestHollowNodes(t *testing.T) {
 			t.Errorf("no node has InternalIP %s (have %v)", hollowIP(i), ips)
 		}
 	}
-	first, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, nodes[0].name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("lease of %s: %v", nodes[0].name, err)
-	}
+	var first *coordinationv1.Lease // a node posts its status before it creates its lease
+	apitest.Eventually(t, "the lease of "+nodes[0].name, func() bool {
+		var err error
+		first, err = admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, nodes[0].name, metav1.GetOptions{})
+		return err == nil
+	})
 	apitest.Eventually(t, "a renewed lease", func() bool {
 		l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, nodes[0].name, metav1.GetOptions{})
 		return err == nil && l.Spec.RenewTime.After(first.Spec.RenewTime.Time)

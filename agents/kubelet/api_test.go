@@ -42,12 +42,10 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi/apitest"
 )
 
-// init lets the test binary serve as the process runtime's helpers and as the "serve" container program
-// (WH_TEST_PROGRAM=serve <port>: print "listening", then answer each connection's first line with "echo
-// <line>"). It is init rather than TestMain (node_test.go has that) so that it runs first, as
-// process.MaybeRunHelper requires.
+// init lets the test binary serve as the "serve" container program (WH_TEST_PROGRAM=serve <port>: print
+// "listening", then answer each connection's first line with "echo <line>"); it serves as the process
+// runtime's helpers through the shim package's init. It is init rather than TestMain (node_test.go has that).
 func init() {
-	process.MaybeRunHelper()
 	if os.Getenv("WH_TEST_PROGRAM") == "serve" && len(os.Args) > 1 {
 		os.Exit(serveProgram(os.Args[1]))
 	}

@@ -19,12 +19,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents"
-	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process"
+	// This binary is also the process runtime's container shim and namespace helper: the shim package's init
+	// runs them, before the rest of the binary is initialized.
+	_ "github.com/wheelhouse-dev/wheelhouse/agents/runtime/process/shim"
 	"github.com/wheelhouse-dev/wheelhouse/version"
 )
 
 func main() {
-	process.MaybeRunHelper() // this binary is also the process runtime's container shim and namespace helper
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()

@@ -292,12 +292,6 @@ func (c *cgroups) procsFiles(rel string) []string {
 	return dirs
 }
 
-// readKeyed reads the value of key in a "key value" per line file (0 if absent).
-func readKeyed(path, key string) int {
-	v, _ := readKeyedOK(path, key)
-	return int(v)
-}
-
 // killAll SIGKILLs every process in rel and its descendants.
 func (c *cgroups) killAll(rel string) {
 	for _, d := range c.dirs(rel) {

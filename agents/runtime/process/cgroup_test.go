@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process/shim"
 )
 
 // This machine's kernel mounts cgroup v1 (its v2 mount has no controllers), so the v2 path cannot run against
@@ -77,12 +79,22 @@ func TestV2Create(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(base, "pod-1/ctr-1/memory.events"), []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !oomKilled([]string{filepath.Join(base, "pod-1/ctr-1/memory.events"), filepath.Join(base, "pod-1/ctr-1/memory.oom_control")}) {
+	if !shim.OOMKilled([]string{filepath.Join(base, "pod-1/ctr-1/memory.events"), filepath.Join(base, "pod-1/ctr-1/memory.oom_control")}) {
 		t.Error("oom_kill 1 in memory.events is not an OOM kill")
 	}
 	if err := c.remove("pod-1", 0); err == nil {
 		// Plain directories with files in them are not removable by rmdir, unlike cgroups (whose interface
 		// files are not files): remove must report that rather than pretend.
 		t.Error("remove of a directory that is not a cgroup succeeded")
+	}
+}
+
+func TestCPUSharesToWeight(t *testing.T) {
+	for _, tc := range []struct{ shares, weight uint64 }{
+		{0, 0}, {2, 1}, {1024, 100}, {512, 59}, {262144, 10000}, {300000, 10000},
+	} {
+		if got := cpuSharesToWeight(tc.shares); got != tc.weight {
+			t.Errorf("cpuSharesToWeight(%d) = %d, want %d", tc.shares, got, tc.weight)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process/shim"
 )
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -74,16 +75,16 @@ func (r *Runtime) setUpContainer(rec *containerRecord, sb *sandboxRecord) error 
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, specFile), spec); err != nil {
+	if err := shim.WriteJSON(filepath.Join(dir, shim.SpecFile), spec); err != nil {
 		return err
 	}
-	return writeJSON(filepath.Join(dir, containerFile), rec)
+	return shim.WriteJSON(filepath.Join(dir, containerFile), rec)
 }
 
 // helperSpec derives what the shim and init run from the CRI config.
-func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (*helperSpec, error) {
+func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (*shim.Spec, error) {
 	c := rec.config
-	spec := &helperSpec{
+	spec := &shim.Spec{
 		Args:        append(append([]string{}, c.Command...), c.Args...),
 		Cwd:         c.WorkingDir,
 		NetNS:       sb.NetNS,
@@ -110,7 +111,7 @@ func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (*helperSp
 		if !filepath.IsAbs(m.ContainerPath) || !filepath.IsAbs(m.HostPath) {
 			return nil, runtime.InvalidArgumentError("mount %q -> %q: paths must be absolute", m.HostPath, m.ContainerPath)
 		}
-		spec.Mounts = append(spec.Mounts, mountSpec{
+		spec.Mounts = append(spec.Mounts, shim.Mount{
 			Source: m.HostPath, Target: m.ContainerPath, ReadOnly: m.Readonly, Propagation: propagation(m.Propagation),
 		})
 	}
@@ -132,7 +133,7 @@ func propagation(p runtimeapi.MountPropagation) string {
 // userOf returns the user the container runs as (nil: the runtime's own,
 // root). Without RunAsGroup, the group is the user's primary group on the
 // host, or the UID.
-func userOf(sc *runtimeapi.LinuxContainerSecurityContext) (*userSpec, error) {
+func userOf(sc *runtimeapi.LinuxContainerSecurityContext) (*shim.User, error) {
 	if sc.GetRunAsUser() == nil {
 		if sc.GetRunAsUsername() != "" {
 			return nil, runtime.InvalidArgumentError("runAsUsername is not supported, use a numeric runAsUser")
@@ -143,7 +144,7 @@ func userOf(sc *runtimeapi.LinuxContainerSecurityContext) (*userSpec, error) {
 	if uid < 0 || uid > 1<<32-2 {
 		return nil, runtime.InvalidArgumentError("runAsUser %d out of range", uid)
 	}
-	u := &userSpec{UID: uint32(uid), GID: uint32(uid)}
+	u := &shim.User{UID: uint32(uid), GID: uint32(uid)}
 	if g := sc.GetRunAsGroup(); g != nil {
 		u.GID = uint32(g.GetValue())
 	} else if pw, err := user.LookupId(strconv.FormatInt(uid, 10)); err == nil {
@@ -171,8 +172,8 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) error 
 		r.mu.Unlock()
 	}()
 	if err := r.startShim(ctx, r.containerDir(containerID)); err != nil {
-		ex := exitState{ExitCode: 128, FinishedAt: r.cfg.Now().UnixNano(), Reason: "StartError", Message: err.Error()}
-		if werr := writeJSON(filepath.Join(r.containerDir(containerID), exitFile), ex); werr != nil {
+		ex := shim.Exit{ExitCode: 128, FinishedAt: r.cfg.Now().UnixNano(), Reason: "StartError", Message: err.Error()}
+		if werr := shim.WriteJSON(filepath.Join(r.containerDir(containerID), shim.ExitFile), ex); werr != nil {
 			r.log.Error("record start failure", "container", containerID, "err", werr)
 		}
 		return fmt.Errorf("start container %s: %w", rec.config.Metadata.Name, err)
@@ -218,17 +219,17 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	}
 	p := st.shim.Process
 	if timeout > 0 {
-		if err := p.signal(unix.SIGTERM); err != nil && !errors.Is(err, errGone) {
+		if err := p.Signal(unix.SIGTERM); err != nil && !errors.Is(err, shim.ErrGone) {
 			return fmt.Errorf("stop container %s: %w", containerID, err)
 		}
-		p.wait(ctx, time.Duration(timeout)*time.Second)
+		p.Wait(ctx, time.Duration(timeout)*time.Second)
 	}
-	if p.alive() {
-		_ = p.signal(unix.SIGKILL)
+	if p.Alive() {
+		_ = p.Signal(unix.SIGKILL)
 	}
 	r.cg.killAll(rec.Cgroup) // whatever the process left behind
-	p.wait(ctx, r.cfg.StopGrace)
-	st.shim.Shim.wait(ctx, r.cfg.StopGrace) // the shim exits right after recording
+	p.Wait(ctx, r.cfg.StopGrace)
+	st.shim.Shim.Wait(ctx, r.cfg.StopGrace) // the shim exits right after recording
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("stop container %s: %w", containerID, err)
 	}
@@ -335,8 +336,8 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 // observed is a container's process state as read from its files and /proc.
 type observed struct {
 	state runtimeapi.ContainerState
-	shim  *shimState // nil until started
-	exit  *exitState // nil until exited
+	shim  *shim.State // nil until started
+	exit  *shim.Exit  // nil until exited
 }
 
 // observe reads the container's process state. A container whose shim and
@@ -344,25 +345,25 @@ type observed struct {
 // is recorded as exited with 255. r.mu must be held.
 func (r *Runtime) observe(rec *containerRecord) observed {
 	dir := r.containerDir(rec.ID)
-	var ex exitState
-	if readJSON(filepath.Join(dir, exitFile), &ex) == nil {
+	var ex shim.Exit
+	if shim.ReadJSON(filepath.Join(dir, shim.ExitFile), &ex) == nil {
 		st := observed{state: runtimeapi.ContainerState_CONTAINER_EXITED, exit: &ex}
-		if sh := (shimState{}); readJSON(filepath.Join(dir, shimFile), &sh) == nil {
+		if sh := (shim.State{}); shim.ReadJSON(filepath.Join(dir, shim.ShimFile), &sh) == nil {
 			st.shim = &sh
 		}
 		return st
 	}
-	var sh shimState
-	if readJSON(filepath.Join(dir, shimFile), &sh) != nil {
+	var sh shim.State
+	if shim.ReadJSON(filepath.Join(dir, shim.ShimFile), &sh) != nil {
 		return observed{state: runtimeapi.ContainerState_CONTAINER_CREATED}
 	}
-	if sh.Process.alive() || sh.Shim.alive() {
+	if sh.Process.Alive() || sh.Shim.Alive() {
 		return observed{state: runtimeapi.ContainerState_CONTAINER_RUNNING, shim: &sh}
 	}
-	if readJSON(filepath.Join(dir, exitFile), &ex) != nil { // the shim may have just written it
-		ex = exitState{ExitCode: 255, FinishedAt: r.cfg.Now().UnixNano(), Reason: "Error",
+	if shim.ReadJSON(filepath.Join(dir, shim.ExitFile), &ex) != nil { // the shim may have just written it
+		ex = shim.Exit{ExitCode: 255, FinishedAt: r.cfg.Now().UnixNano(), Reason: "Error",
 			Message: "container process lost: it and its shim exited without recording an exit status"}
-		if err := writeJSON(filepath.Join(dir, exitFile), ex); err != nil {
+		if err := shim.WriteJSON(filepath.Join(dir, shim.ExitFile), ex); err != nil {
 			r.log.Error("record lost container", "container", rec.ID, "err", err)
 		}
 	}

@@ -27,9 +27,11 @@
 //     <line>", rotating by size into <log>.<YYYYMMDD-hhmmss> and keeping
 //     LogMaxFiles files; it relays termination signals to the process group,
 //     and records the exit (code, time, reason Completed / Error / OOMKilled
-//     from the cgroup's oom_kill count) in the state dir. Binaries embedding
-//     the runtime must call MaybeRunHelper first thing in main (tests: in
-//     TestMain).
+//     from the cgroup's oom_kill count) in the state dir. The helpers live in
+//     package shim, which needs only the standard library, x/sys and pty, and
+//     run from its init: a helper starts before the rest of the binary is
+//     initialized (a few ms and MiB rather than the whole agent's start-up),
+//     and any binary that imports the runtime serves them.
 //   - State is JSON under StateDir (see state.go for the layout), written
 //     atomically. New re-adopts it: a runtime opened on the same StateDir
 //     lists the same sandboxes and containers, running ones still RUNNING.

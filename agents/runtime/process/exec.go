@@ -22,6 +22,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process/shim"
 )
 
 // execWaitDelay bounds how long output is still copied after an exec'd
@@ -63,8 +64,8 @@ func (r *Runtime) execIn(ctx context.Context, containerID string, cmd []string, 
 		return err
 	}
 	c := &exec.Cmd{
-		Path:      selfExe,
-		Args:      append([]string{helperPrefix + "exec", r.containerDir(containerID), strconv.Itoa(pid)}, cmd...),
+		Path:      shim.SelfExe,
+		Args:      append([]string{shim.Prefix + "exec", r.containerDir(containerID), strconv.Itoa(pid)}, cmd...),
 		Dir:       "/",
 		WaitDelay: execWaitDelay,
 	}
@@ -190,7 +191,7 @@ func (r *Runtime) runningPID(containerID string) (int, error) {
 		return 0, runtime.NotFoundError("container", containerID)
 	}
 	st := r.observe(rec)
-	if st.state != runtimeapi.ContainerState_CONTAINER_RUNNING || !st.shim.Process.alive() {
+	if st.state != runtimeapi.ContainerState_CONTAINER_RUNNING || !st.shim.Process.Alive() {
 		return 0, runtime.PreconditionError("container %q is not running", containerID)
 	}
 	return st.shim.Process.PID, nil

@@ -22,10 +22,10 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process"
 )
 
-// TestMain lets the test binary serve as the runtime's helpers (shim, init,
-// exec) and as small container programs selected by WH_TEST_PROGRAM.
+// TestMain lets the test binary serve as small container programs selected by
+// WH_TEST_PROGRAM (it serves as the runtime's helpers through the shim
+// package's init).
 func TestMain(m *testing.M) {
-	process.MaybeRunHelper()
 	if prog := os.Getenv("WH_TEST_PROGRAM"); prog != "" {
 		os.Exit(testProgram(prog, os.Args[1:]))
 	}

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process/shim"
 )
 
 // RunPodSandbox creates the sandbox's network namespace (unless it uses the
@@ -72,7 +73,7 @@ func (r *Runtime) setUpSandbox(ctx context.Context, rec *sandboxRecord) error {
 		return err
 	}
 	rec.Ready = true
-	return writeJSON(filepath.Join(r.sandboxDir(rec.ID), sandboxFile), rec)
+	return shim.WriteJSON(filepath.Join(r.sandboxDir(rec.ID), sandboxFile), rec)
 }
 
 // tearDownSandbox undoes the network part of setUpSandbox; idempotent.
@@ -115,7 +116,7 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error
 		return nil
 	}
 	rec.Ready = false
-	return writeJSON(filepath.Join(r.sandboxDir(rec.ID), sandboxFile), rec)
+	return shim.WriteJSON(filepath.Join(r.sandboxDir(rec.ID), sandboxFile), rec)
 }
 
 // RemovePodSandbox stops the sandbox and removes its containers, cgroups,
@@ -240,4 +241,9 @@ func resourcesOf(res *runtimeapi.LinuxContainerResources) cgroupResources {
 		CPUPeriod:   res.CpuPeriod,
 		CPUShares:   res.CpuShares,
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

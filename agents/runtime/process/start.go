@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process/shim"
 )
 
 // shimStartTimeout bounds a start when ctx has no deadline.
@@ -20,7 +22,7 @@ const shimStartTimeout = 30 * time.Second
 // own, and waits for its verdict on the status pipe: "ok" once the process
 // runs, else the reason it could not start.
 func (r *Runtime) startShim(ctx context.Context, dir string) error {
-	shimLog, err := os.OpenFile(filepath.Join(dir, shimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	shimLog, err := os.OpenFile(filepath.Join(dir, shim.ShimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -31,8 +33,8 @@ func (r *Runtime) startShim(ctx context.Context, dir string) error {
 	}
 	defer statusR.Close()
 	cmd := &exec.Cmd{
-		Path:        selfExe,
-		Args:        []string{helperPrefix + "shim", dir},
+		Path:        shim.SelfExe,
+		Args:        []string{shim.Prefix + "shim", dir},
 		Dir:         "/",
 		Stdout:      shimLog,
 		Stderr:      shimLog,
@@ -55,7 +57,7 @@ func (r *Runtime) startShim(ctx context.Context, dir string) error {
 	_ = statusR.SetReadDeadline(deadline)
 	msg, err := io.ReadAll(statusR)
 	switch {
-	case string(msg) == statusOK:
+	case string(msg) == shim.StatusOK:
 		return nil
 	case len(msg) > 0:
 		return errors.New(string(msg))
@@ -63,7 +65,7 @@ func (r *Runtime) startShim(ctx context.Context, dir string) error {
 		_ = cmd.Process.Kill()
 		return fmt.Errorf("shim did not report: %w", err)
 	default:
-		return fmt.Errorf("shim exited without reporting: %s", tail(filepath.Join(dir, shimLogFile)))
+		return fmt.Errorf("shim exited without reporting: %s", tail(filepath.Join(dir, shim.ShimLogFile)))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process/shim"
 )
 
 var _ runtime.StatsProvider = (*Runtime)(nil)
@@ -56,13 +57,13 @@ func (c *cgroups) stats(rel string, attrs *runtimeapi.ContainerAttributes) *runt
 		Cpu: &runtimeapi.CpuUsage{Timestamp: now}, Memory: &runtimeapi.MemoryUsage{Timestamp: now}}
 	dirs := c.dirs(rel)
 	if c.v2 {
-		if us, ok := readKeyedOK(filepath.Join(dirs[0], "cpu.stat"), "usage_usec"); ok {
+		if us, ok := shim.ReadKeyedOK(filepath.Join(dirs[0], "cpu.stat"), "usage_usec"); ok {
 			st.Cpu.UsageCoreNanoSeconds = &runtimeapi.UInt64Value{Value: us * 1000}
 		}
 		if usage, ok := readUint(filepath.Join(dirs[0], "memory.current")); ok {
 			stat := filepath.Join(dirs[0], "memory.stat")
-			inactive, _ := readKeyedOK(stat, "inactive_file")
-			anon, _ := readKeyedOK(stat, "anon")
+			inactive, _ := shim.ReadKeyedOK(stat, "inactive_file")
+			anon, _ := shim.ReadKeyedOK(stat, "anon")
 			setMemory(st.Memory, usage, inactive, anon)
 		}
 		return st
@@ -73,8 +74,8 @@ func (c *cgroups) stats(rel string, attrs *runtimeapi.ContainerAttributes) *runt
 		}
 		if usage, ok := readUint(filepath.Join(d, "memory.usage_in_bytes")); ok {
 			stat := filepath.Join(d, "memory.stat")
-			inactive, _ := readKeyedOK(stat, "total_inactive_file")
-			rss, _ := readKeyedOK(stat, "total_rss")
+			inactive, _ := shim.ReadKeyedOK(stat, "total_inactive_file")
+			rss, _ := shim.ReadKeyedOK(stat, "total_rss")
 			setMemory(st.Memory, usage, inactive, rss)
 		}
 	}
@@ -95,19 +96,4 @@ func readUint(path string) (uint64, bool) {
 	}
 	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return v, err == nil
-}
-
-// readKeyedOK reads the value of key in a "key value" per line file.
-func readKeyedOK(path, key string) (uint64, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }

@@ -1,4 +1,4 @@
-package process
+package shim
 
 import (
 	"bytes"
@@ -12,16 +12,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procIdentity names one process for its whole life: a PID alone may be
+// Identity names one process for its whole life: a PID alone may be
 // reused after the process exits, the pair (PID, start time) is not.
-type procIdentity struct {
+type Identity struct {
 	PID int `json:"pid"`
 	// Start is field 22 of /proc/<pid>/stat, clock ticks since boot.
 	Start uint64 `json:"start"`
 }
 
-// readProcStat returns the state letter and start time of pid.
-func readProcStat(pid int) (state byte, start uint64, err error) {
+// ReadProcStat returns the state letter and start time of pid.
+func ReadProcStat(pid int) (state byte, start uint64, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, 0, err
@@ -41,25 +41,25 @@ func readProcStat(pid int) (state byte, start uint64, err error) {
 	return fields[0][0], start, err
 }
 
-// identify returns the identity of the live process pid.
-func identify(pid int) (procIdentity, error) {
-	_, start, err := readProcStat(pid)
-	return procIdentity{PID: pid, Start: start}, err
+// Identify returns the identity of the live process pid.
+func Identify(pid int) (Identity, error) {
+	_, start, err := ReadProcStat(pid)
+	return Identity{PID: pid, Start: start}, err
 }
 
 // alive reports whether the process p still runs (a zombie has exited).
-func (p procIdentity) alive() bool {
+func (p Identity) Alive() bool {
 	if p.PID <= 0 {
 		return false
 	}
-	state, start, err := readProcStat(p.PID)
+	state, start, err := ReadProcStat(p.PID)
 	return err == nil && start == p.Start && state != 'Z' && state != 'X'
 }
 
 // signal sends sig to p's process group and to p itself, if p is still the
 // process it was.
-func (p procIdentity) signal(sig unix.Signal) error {
-	fd, err := p.pidfd()
+func (p Identity) Signal(sig unix.Signal) error {
+	fd, err := p.PidFD()
 	if err != nil {
 		return err
 	}
@@ -71,30 +71,30 @@ func (p procIdentity) signal(sig unix.Signal) error {
 	return nil
 }
 
-// errGone is returned for a process that has already exited.
-var errGone = errors.New("process is gone")
+// ErrGone is returned for a process that has already exited.
+var ErrGone = errors.New("process is gone")
 
 // pidfd opens a pidfd on p, verified to be p and not a reused PID.
-func (p procIdentity) pidfd() (int, error) {
+func (p Identity) PidFD() (int, error) {
 	if p.PID <= 0 {
-		return -1, errGone
+		return -1, ErrGone
 	}
 	fd, err := unix.PidfdOpen(p.PID, 0)
 	if err != nil {
-		return -1, errGone
+		return -1, ErrGone
 	}
 	// The pidfd pins the PID: if the start time matches now, fd is p.
-	if _, start, err := readProcStat(p.PID); err != nil || start != p.Start {
+	if _, start, err := ReadProcStat(p.PID); err != nil || start != p.Start {
 		unix.Close(fd)
-		return -1, errGone
+		return -1, ErrGone
 	}
 	return fd, nil
 }
 
 // wait blocks until p has exited (is a zombie or gone), ctx is done, or
 // timeout passes; it reports whether p exited.
-func (p procIdentity) wait(ctx context.Context, timeout time.Duration) bool {
-	fd, err := p.pidfd()
+func (p Identity) Wait(ctx context.Context, timeout time.Duration) bool {
+	fd, err := p.PidFD()
 	if err != nil {
 		return true
 	}
@@ -112,10 +112,10 @@ func (p procIdentity) wait(ctx context.Context, timeout time.Duration) bool {
 			return true
 		}
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			return !p.alive()
+			return !p.Alive()
 		}
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
-			return !p.alive()
+			return !p.Alive()
 		}
 	}
 }

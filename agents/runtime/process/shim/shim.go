@@ -1,4 +1,4 @@
-package process
+package shim
 
 import (
 	"errors"
@@ -22,17 +22,17 @@ import (
 // the CRI log with rotation, relays the signals it gets to the process group,
 // and when the process exits writes exit.json with the code, time and reason
 // (OOMKilled from the cgroup's oom_kill counter). The runtime learns that the
-// start succeeded, or why not, from statusPipeFD.
+// start succeeded, or why not, from StatusPipeFD.
 const (
-	statusPipeFD = 3
-	statusOK     = "ok"
+	StatusPipeFD = 3
+	StatusOK     = "ok"
 	// drainTimeout bounds how long output is still copied after the process
 	// exited (its children may hold the pipes open forever).
 	drainTimeout = 2 * time.Second
 )
 
 func runShim(dir string) error {
-	status := os.NewFile(statusPipeFD, "status")
+	status := os.NewFile(StatusPipeFD, "status")
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		fmt.Fprint(status, err.Error())
@@ -45,13 +45,13 @@ func runShim(dir string) error {
 		status.Close()
 		return err
 	}
-	self, err := identify(os.Getpid())
+	self, err := Identify(os.Getpid())
 	if err == nil {
-		var child procIdentity
-		child, err = identify(cmd.Process.Pid)
-		st := shimState{Shim: self, Process: child, StartedAt: time.Now().UnixNano()}
+		var child Identity
+		child, err = Identify(cmd.Process.Pid)
+		st := State{Shim: self, Process: child, StartedAt: time.Now().UnixNano()}
 		if err == nil {
-			err = writeJSON(filepath.Join(dir, shimFile), st)
+			err = WriteJSON(filepath.Join(dir, ShimFile), st)
 		}
 	}
 	if err != nil {
@@ -60,7 +60,7 @@ func runShim(dir string) error {
 		status.Close()
 		return err
 	}
-	fmt.Fprint(status, statusOK)
+	fmt.Fprint(status, StatusOK)
 	status.Close()
 	go relaySignals(cmd.Process.Pid)
 	return superviseInit(dir, cmd, logs)
@@ -80,8 +80,8 @@ type shimLogs struct {
 // for tty containers, else pipes; stdin only when the container asks for
 // it) and waits until it has exec'd the command or failed.
 func startInit(dir string) (*exec.Cmd, *shimLogs, error) {
-	var spec helperSpec
-	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
+	var spec Spec
+	if err := ReadJSON(filepath.Join(dir, SpecFile), &spec); err != nil {
 		return nil, nil, err
 	}
 	log, err := openCRILog(spec.LogPath, spec.LogMaxBytes, spec.LogMaxFiles)
@@ -93,8 +93,8 @@ func startInit(dir string) (*exec.Cmd, *shimLogs, error) {
 		return nil, nil, err
 	}
 	cmd := &exec.Cmd{
-		Path:       selfExe,
-		Args:       []string{helperPrefix + "init", dir},
+		Path:       SelfExe,
+		Args:       []string{Prefix + "init", dir},
 		Dir:        "/",
 		ExtraFiles: []*os.File{failW},
 	}
@@ -163,9 +163,9 @@ func startInit(dir string) (*exec.Cmd, *shimLogs, error) {
 		return nil, nil, errors.New(string(msg))
 	}
 	for i, stream := range outputs {
-		kind := byte(attachStdout)
+		kind := byte(AttachStdout)
 		if stream == "stderr" {
-			kind = attachStderr
+			kind = AttachStderr
 		}
 		src := io.TeeReader(eioIsEOF{logs.pipes[i]}, logs.hub.writer(kind))
 		logs.copies.Add(1)
@@ -220,9 +220,9 @@ func superviseInit(dir string, cmd *exec.Cmd, logs *shimLogs) error {
 	}
 	logs.log.Close()
 
-	var spec helperSpec
-	_ = readJSON(filepath.Join(dir, specFile), &spec)
-	ex := exitState{FinishedAt: time.Now().UnixNano()}
+	var spec Spec
+	_ = ReadJSON(filepath.Join(dir, SpecFile), &spec)
+	ex := Exit{FinishedAt: time.Now().UnixNano()}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(waitErr, &ee):
@@ -234,12 +234,12 @@ func superviseInit(dir string, cmd *exec.Cmd, logs *shimLogs) error {
 	case waitErr != nil:
 		ex.ExitCode, ex.Message = 255, waitErr.Error()
 	}
-	ex.Reason = exitReason(ex.ExitCode, oomKilled(spec.OOMFiles))
-	return writeJSON(filepath.Join(dir, exitFile), ex)
+	ex.Reason = ExitReason(ex.ExitCode, OOMKilled(spec.OOMFiles))
+	return WriteJSON(filepath.Join(dir, ExitFile), ex)
 }
 
-// exitReason is CRI's reason for a terminated container.
-func exitReason(code int32, oom bool) string {
+// ExitReason is CRI's reason for a terminated container.
+func ExitReason(code int32, oom bool) string {
 	switch {
 	case oom:
 		return "OOMKilled"
@@ -250,11 +250,11 @@ func exitReason(code int32, oom bool) string {
 	}
 }
 
-// oomKilled reports whether any of the memory.events / memory.oom_control
+// OOMKilled reports whether any of the memory.events / memory.oom_control
 // files counts an OOM kill.
-func oomKilled(files []string) bool {
+func OOMKilled(files []string) bool {
 	for _, f := range files {
-		if readKeyed(f, "oom_kill") > 0 {
+		if ReadKeyed(f, "oom_kill") > 0 {
 			return true
 		}
 	}

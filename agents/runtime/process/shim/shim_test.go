@@ -1,4 +1,4 @@
-package process
+package shim
 
 import (
 	"bufio"
@@ -105,29 +105,19 @@ func TestCRILogSplitsLongLines(t *testing.T) {
 	}
 }
 
-func TestCPUSharesToWeight(t *testing.T) {
-	for _, tc := range []struct{ shares, weight uint64 }{
-		{0, 0}, {2, 1}, {1024, 100}, {512, 59}, {262144, 10000}, {300000, 10000},
-	} {
-		if got := cpuSharesToWeight(tc.shares); got != tc.weight {
-			t.Errorf("cpuSharesToWeight(%d) = %d, want %d", tc.shares, got, tc.weight)
-		}
-	}
-}
-
 func TestProcIdentityRejectsReusedPID(t *testing.T) {
-	self, err := identify(os.Getpid())
+	self, err := Identify(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !self.alive() {
+	if !self.Alive() {
 		t.Fatal("this process is not alive by its own identity")
 	}
-	reused := procIdentity{PID: self.PID, Start: self.Start + 1}
-	if reused.alive() {
+	reused := Identity{PID: self.PID, Start: self.Start + 1}
+	if reused.Alive() {
 		t.Error("a PID with another start time counts as alive")
 	}
-	if _, err := reused.pidfd(); err == nil {
+	if _, err := reused.PidFD(); err == nil {
 		t.Error("pidfd opened on a process with another start time")
 	}
 }

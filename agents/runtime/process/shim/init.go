@@ -1,4 +1,4 @@
-package process
+package shim
 
 import (
 	"errors"
@@ -15,25 +15,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// errPipeFD is the descriptor on which init and exec report a setup failure
+// ErrPipeFD is the descriptor on which init and exec report a setup failure
 // to their parent; it is close-on-exec, so EOF without data means the
 // command was executed.
-const errPipeFD = 3
+const ErrPipeFD = 3
 
 // runInit sets up the container process and execs its command; it returns
 // only on failure (after reporting it on the error pipe).
 func runInit(dir string) error {
 	runtime.LockOSThread()
-	errPipe := os.NewFile(errPipeFD, "errpipe")
-	unix.CloseOnExec(errPipeFD)
+	errPipe := os.NewFile(ErrPipeFD, "errpipe")
+	unix.CloseOnExec(ErrPipeFD)
 	err := initContainer(dir)
 	fmt.Fprint(errPipe, err.Error())
 	return err
 }
 
 func initContainer(dir string) error {
-	var spec helperSpec
-	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
+	var spec Spec
+	if err := ReadJSON(filepath.Join(dir, SpecFile), &spec); err != nil {
 		return err
 	}
 	if err := joinCgroups(spec.CgroupProcs); err != nil {
@@ -64,16 +64,16 @@ func initContainer(dir string) error {
 // execs args; it returns only on failure.
 func runExec(dir, pid string, args []string) error {
 	runtime.LockOSThread()
-	errPipe := os.NewFile(errPipeFD, "errpipe")
-	unix.CloseOnExec(errPipeFD)
+	errPipe := os.NewFile(ErrPipeFD, "errpipe")
+	unix.CloseOnExec(ErrPipeFD)
 	err := execInContainer(dir, pid, args)
 	fmt.Fprint(errPipe, err.Error())
 	return err
 }
 
 func execInContainer(dir, pid string, args []string) error {
-	var spec helperSpec
-	if err := readJSON(filepath.Join(dir, specFile), &spec); err != nil {
+	var spec Spec
+	if err := ReadJSON(filepath.Join(dir, SpecFile), &spec); err != nil {
 		return err
 	}
 	if _, err := strconv.Atoi(pid); err != nil {
@@ -101,13 +101,13 @@ func execInContainer(dir, pid string, args []string) error {
 }
 
 // execCommand changes directory and user and execs args with spec's env.
-func execCommand(spec helperSpec, args []string) error {
+func execCommand(spec Spec, args []string) error {
 	if spec.Cwd != "" {
 		if err := os.Chdir(spec.Cwd); err != nil {
 			return fmt.Errorf("chdir: %w", err)
 		}
 	}
-	path, err := lookPath(args[0], spec.Env)
+	path, err := LookPath(args[0], spec.Env)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func setnsPath(path string, nstype int) error {
 
 // bindMount bind-mounts m.Source at m.Target, creating the mount point (a
 // directory or an empty file, like the source) if it is missing.
-func bindMount(m mountSpec) error {
+func bindMount(m Mount) error {
 	st, err := os.Stat(m.Source)
 	if err != nil {
 		return fmt.Errorf("mount source: %w", err)
@@ -194,8 +194,8 @@ func makeMountPoint(target string, dir bool) error {
 	return f.Close()
 }
 
-// lookPath resolves file in the PATH of env, as the container sees it.
-func lookPath(file string, env []string) (string, error) {
+// LookPath resolves file in the PATH of env, as the container sees it.
+func LookPath(file string, env []string) (string, error) {
 	if strings.Contains(file, "/") {
 		return file, nil
 	}
@@ -215,7 +215,7 @@ func lookPath(file string, env []string) (string, error) {
 }
 
 // setThreadUser switches the calling thread (only: it execs next) to u.
-func setThreadUser(u userSpec) error {
+func setThreadUser(u User) error {
 	var groups unsafe.Pointer
 	if len(u.Groups) > 0 {
 		groups = unsafe.Pointer(&u.Groups[0])

@@ -1,4 +1,4 @@
-package process
+package shim
 
 import (
 	"fmt"
@@ -18,21 +18,27 @@ import (
 //
 // Namespaces are per thread in a Go program, so init and exec lock their
 // thread, set everything up on it and execve() from it.
-const helperPrefix = "wheelhouse-runtime:"
+const Prefix = "wheelhouse-runtime:"
 
-// selfExe is the binary the helpers are started from.
-const selfExe = "/proc/self/exe"
+// SelfExe is the binary the helpers are started from.
+const SelfExe = "/proc/self/exe"
 
-// MaybeRunHelper runs the requested helper and exits if this process was
-// started as one; otherwise it returns at once. Every binary that embeds the
-// process runtime must call it first thing in main (and tests in TestMain),
-// before flags are parsed or goroutines started.
-func MaybeRunHelper() {
-	if len(os.Args) < 2 || !strings.HasPrefix(os.Args[0], helperPrefix) {
+// init runs the requested helper and exits if this process was started as one. It runs from this package's
+// init, before the packages of the rest of the binary are initialized (they come later in Go's initialization
+// order: this package needs only the standard library, golang.org/x/sys and creack/pty): a helper starts in a
+// few milliseconds and a few MiB instead of paying the whole agent's initialization (the Kubernetes API types,
+// the OpenAPI models, gRPC), which every container start, exec and exec probe did twice. Any binary that imports
+// the process runtime therefore serves its helpers; nothing needs to be called.
+func init() {
+	runIfHelper()
+}
+
+func runIfHelper() {
+	if len(os.Args) < 2 || !strings.HasPrefix(os.Args[0], Prefix) {
 		return
 	}
 	var err error
-	switch mode := strings.TrimPrefix(os.Args[0], helperPrefix); mode {
+	switch mode := strings.TrimPrefix(os.Args[0], Prefix); mode {
 	case "shim":
 		err = runShim(os.Args[1])
 	case "init":
