@@ -274,6 +274,10 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	var out []*runtimeapi.Container
 	for _, rec := range r.containers {
 		c := rec.config
+		if filter != nil && ((filter.Id != "" && filter.Id != rec.ID) || (filter.PodSandboxId != "" && filter.PodSandboxId != rec.SandboxID) ||
+			!runtime.MatchLabels(filter.LabelSelector, c.Labels)) {
+			continue // not asked for: its state (files and /proc reads) is not read
+		}
 		ctr := &runtimeapi.Container{
 			Id:           rec.ID,
 			PodSandboxId: rec.SandboxID,
