@@ -48,6 +48,9 @@ type podTopologySpread struct {
 	// ptsCountCacheMax.
 	counts     sync.Map // ptsCountKey → int
 	countsSize atomic.Int64
+	// questions interns (namespace, selector) pairs for the count keys.
+	questions                   sync.Map // string → int64
+	questionsSize, nextQuestion atomic.Int64
 	h          framework.Handle
 	defaults   []corev1.TopologySpreadConstraint
 	// systemDefaulted: the defaults are the system ones, under which scoring also counts nodes that lack some
@@ -141,6 +144,7 @@ type ptsConstraint struct {
 	key        string
 	selector   labels.Selector
 	selKey     string // selector.String(), for the count cache
+	question   int64  // the count cache's id of (the pod's namespace, selKey); 0: not cached
 	minDomains int32
 	// honorAffinity / honorTaints: nodeAffinityPolicy / nodeTaintsPolicy Honor (defaults: Honor, Ignore).
 	honorAffinity, honorTaints bool
@@ -148,6 +152,16 @@ type ptsConstraint struct {
 
 // constraints are the pod's constraints with the given action, or the default ones for a pod without any.
 func (p *podTopologySpread) constraints(pod *corev1.Pod, cluster string, action corev1.UnsatisfiableConstraintAction) ([]ptsConstraint, error) {
+	cs, err := p.constraintsOf(pod, cluster, action)
+	for i := range cs {
+		if cs[i].selKey != "" {
+			cs[i].question = p.question(pod.Namespace, cs[i].selKey)
+		}
+	}
+	return cs, err
+}
+
+func (p *podTopologySpread) constraintsOf(pod *corev1.Pod, cluster string, action corev1.UnsatisfiableConstraintAction) ([]ptsConstraint, error) {
 	if len(pod.Spec.TopologySpreadConstraints) > 0 {
 		return ptsParse(pod.Spec.TopologySpreadConstraints, pod.Labels, action)
 	}
@@ -266,18 +280,33 @@ func ptsCountMatching(pods []*framework.PodInfo, sel labels.Selector, ns string)
 // ptsCountCacheMax bounds the count cache (about 100 bytes an entry).
 const ptsCountCacheMax = 200_000
 
+// ptsCountKey names a count: a node's pod set (PodSetGeneration is unique across nodes and clones) and the
+// question (an interned namespace and selector), two integers that hash fast — a cycle asks once per node.
 type ptsCountKey struct {
-	node    string
-	gen     int64
-	ns, sel string
+	gen, question int64
 }
 
-// countMatching is ptsCountMatching of ni's pods, through the count cache.
+// question is the interned id of (ns, selKey) for the count cache, made once per scheduling cycle.
+func (p *podTopologySpread) question(ns, selKey string) int64 {
+	k := ns + "\x00" + selKey
+	if id, ok := p.questions.Load(k); ok {
+		return id.(int64)
+	}
+	if p.questionsSize.Add(1) > ptsCountCacheMax {
+		p.questions.Clear() // ids are never reused: counts cached under a dropped id are simply never asked again
+		p.questionsSize.Store(0)
+	}
+	id, _ := p.questions.LoadOrStore(k, p.nextQuestion.Add(1))
+	return id.(int64)
+}
+
+// countMatching is ptsCountMatching of ni's pods in ns (the namespace c.question was made for), through the
+// count cache.
 func (p *podTopologySpread) countMatching(ni *framework.NodeInfo, c *ptsConstraint, ns string) int {
-	if ni.PodSetGeneration == 0 || c.selKey == "" { // a NodeInfo built by hand has no generation to key on
+	if ni.PodSetGeneration == 0 || c.question == 0 { // a NodeInfo or constraint built by hand: nothing to key on
 		return ptsCountMatching(ni.Pods, c.selector, ns)
 	}
-	k := ptsCountKey{node: ni.Name(), gen: ni.PodSetGeneration, ns: ns, sel: c.selKey}
+	k := ptsCountKey{gen: ni.PodSetGeneration, question: c.question}
 	if v, ok := p.counts.Load(k); ok {
 		return v.(int)
 	}

@@ -528,6 +528,7 @@ func TestPodTopologySpreadCountCache(t *testing.T) {
 	p := &podTopologySpread{}
 	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
 	c := &ptsConstraint{selector: sel, selKey: sel.String()}
+	c.question = p.question("default", c.selKey)
 	web := func(name string) *framework.PodInfo {
 		pi, err := framework.NewPodInfo(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
 			UID: types.UID(name), Labels: map[string]string{"app": "web"}}})
@@ -554,7 +555,9 @@ func TestPodTopologySpreadCountCache(t *testing.T) {
 	if got := p.countMatching(clone, c, "default"); got != 3 {
 		t.Fatalf("the clone changed apart: %d, want 3", got)
 	}
-	if got := p.countMatching(ni, c, "other"); got != 0 {
+	other := *c
+	other.question = p.question("other", c.selKey)
+	if got := p.countMatching(ni, &other, "other"); got != 0 {
 		t.Fatalf("another namespace: %d, want 0", got)
 	}
 	// Updates in place: a status change keeps the pod set (and the cached answer), a label or deletion change
@@ -603,11 +606,11 @@ func TestPodTopologySpreadDefaultsAreCached(t *testing.T) {
 			t.Fatalf("%s: constraints %v, %v; want the system defaults", app, cs, err)
 		}
 		for _, c := range cs {
-			if c.selKey == "" || c.selKey != c.selector.String() {
-				t.Fatalf("%s: constraint on %s keyed %q for selector %q", app, c.key, c.selKey, c.selector)
+			if c.selKey == "" || c.selKey != c.selector.String() || c.question == 0 {
+				t.Fatalf("%s: constraint on %s keyed %q (question %d) for selector %q", app, c.key, c.selKey, c.question, c.selector)
 			}
 		}
-		keys[app] = cs[0].selKey
+		keys[app] = fmt.Sprint(cs[0].selKey, cs[0].question)
 	}
 	if keys["web"] == keys["db"] {
 		t.Fatalf("two workloads share the count cache key %q", keys["web"])

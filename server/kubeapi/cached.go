@@ -172,6 +172,9 @@ func (rq *request) storeFallback() (func(), error) {
 func (ws *watchStream) watchFromCache(ctx context.Context, col *watchcache.Collection, initial bool) (bool, error) {
 	rq, p := ws.rq, ws.p
 	opts := watchcache.WatchOptions{Namespace: rq.info.namespace, Name: p.sel.name(), Filter: p.sel.watchFilter(rq.res)}
+	if p.bookmarks {
+		opts.BookmarkEvery = watchBookmarkInterval
+	}
 	switch {
 	case initial && !p.rvSet:
 		opts.Initial = true
@@ -233,7 +236,9 @@ func (ws *watchStream) watchFromCache(ctx context.Context, col *watchcache.Colle
 // watch's selectors from a plain change.
 func (ws *watchStream) cacheEvent(ev watchcache.Event) {
 	if ev.Type == store.Bookmark {
-		ws.progress(ev.Revision)
+		if ws.p.bookmarks { // the cache spaces them (WatchOptions.BookmarkEvery)
+			ws.bookmark(ev.Revision, false)
+		}
 		return
 	}
 	res, sel, obj := ws.rq.res, ws.p.sel, ev.Object.Object

@@ -616,3 +616,42 @@ func TestListIndexed(t *testing.T) {
 		t.Errorf("another cluster: %d entries", len(got))
 	}
 }
+
+// TestBookmarksAreSpaced: a watch gets progress bookmarks only when it asks, at most one per its interval,
+// though the store advances the collection every 100 ms here.
+func TestBookmarksAreSpaced(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.create(t, "a", "first", "v")
+	col := e.collection(t)
+	none, err := col.Watch(t.Context(), WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer none.Stop()
+	spaced, err := col.Watch(t.Context(), WatchOptions{BookmarkEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spaced.Stop()
+	bookmarks := func(w *Watch, within time.Duration) (n int) {
+		ctx, cancel := context.WithTimeout(t.Context(), within)
+		defer cancel()
+		for {
+			evs, err := w.Next(ctx, nil)
+			if err != nil {
+				return n
+			}
+			for _, ev := range evs {
+				if ev.Type == store.Bookmark {
+					n++
+				}
+			}
+		}
+	}
+	if n := bookmarks(spaced, 2*time.Second); n != 1 {
+		t.Fatalf("%d bookmarks in 2 s with one an hour asked, want the first one only", n)
+	}
+	if n := bookmarks(none, 100*time.Millisecond); n != 0 {
+		t.Fatalf("%d bookmarks for a watch that asked for none", n)
+	}
+}

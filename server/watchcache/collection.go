@@ -316,8 +316,12 @@ func (col *Collection) apply(ev store.Event) error {
 			col.advance(ev.Revision())
 		}
 		bm := Event{Type: store.Bookmark, Revision: col.rev}
+		now := time.Now()
 		for w := range col.watches {
-			w.bookmark(bm)
+			if every := w.opts.BookmarkEvery; every > 0 && now.Sub(w.lastBookmark) >= every {
+				w.lastBookmark = now
+				w.bookmark(bm)
+			}
 		}
 		return nil
 	}
