@@ -51,8 +51,8 @@ type podTopologySpread struct {
 	// questions interns (namespace, selector) pairs for the count keys.
 	questions                   sync.Map // string → int64
 	questionsSize, nextQuestion atomic.Int64
-	h          framework.Handle
-	defaults   []corev1.TopologySpreadConstraint
+	h                           framework.Handle
+	defaults                    []corev1.TopologySpreadConstraint
 	// systemDefaulted: the defaults are the system ones, under which scoring also counts nodes that lack some
 	// of the topology keys (a cluster without zones still spreads by host).
 	systemDefaulted bool
