@@ -13,7 +13,7 @@ import (
 
 type fakePods map[string][]*corev1.Pod // by node
 
-func (f fakePods) PodsOnNode(_ context.Context, _, node string) ([]*corev1.Pod, error) {
+func (f fakePods) PodsOnNode(_ context.Context, _, node string, _ bool) ([]*corev1.Pod, error) {
 	return f[node], nil
 }
 
@@ -79,6 +79,48 @@ func TestNodeAuthorizer(t *testing.T) {
 	fake.Groups = nil
 	if decide(t, a, fake).Allowed {
 		t.Fatal("a user named system:node:n1 without the nodes group was treated as a node")
+	}
+}
+
+// stalePods is a watch cache behind the store: fresh reads (which cost a query) also show the pods bound lately.
+type stalePods struct {
+	cached, bound map[string][]*corev1.Pod
+	freshReads    int
+}
+
+func (s *stalePods) PodsOnNode(_ context.Context, _, node string, fresh bool) ([]*corev1.Pod, error) {
+	if !fresh {
+		return s.cached[node], nil
+	}
+	s.freshReads++
+	return append(append([]*corev1.Pod{}, s.cached[node]...), s.bound[node]...), nil
+}
+
+// TestNodeAuthorizerReadsFreshOnlyOnMiss: a pod the cache shows is decided without catching up with the store;
+// a pod bound a moment ago, not in the cache yet, is found by a fresh read.
+func TestNodeAuthorizerReadsFreshOnlyOnMiss(t *testing.T) {
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	}
+	pods := &stalePods{cached: map[string][]*corev1.Pod{"n1": {pod("old")}}, bound: map[string][]*corev1.Pod{"n1": {pod("new")}}}
+	src := newMemSource()
+	src.change("c1", func(*Objects) {})
+	a, err := New(Config{Source: src, Pods: pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(name string) Request {
+		return Request{Cluster: "c1", User: "system:node:n1", Groups: []string{NodesGroup}, Verb: "patch", Resource: "pods",
+			Subresource: "status", Namespace: "app", Name: name}
+	}
+	if d := decide(t, a, status("old")); !d.Allowed || pods.freshReads != 0 {
+		t.Fatalf("a cached pod: allowed %v after %d fresh reads, want allowed after none", d.Allowed, pods.freshReads)
+	}
+	if d := decide(t, a, status("new")); !d.Allowed || pods.freshReads != 1 {
+		t.Fatalf("a pod bound a moment ago: allowed %v after %d fresh reads, want allowed after one", d.Allowed, pods.freshReads)
+	}
+	if d := decide(t, a, status("elsewhere")); d.Allowed {
+		t.Fatal("a pod on no list was allowed")
 	}
 }
 

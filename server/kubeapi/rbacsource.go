@@ -94,9 +94,9 @@ func (s *RBACSource) Objects(ctx context.Context, cluster string) (rbac.Objects,
 	return objs, v, nil
 }
 
-// PodsOnNode lists the pods bound to node in cluster from the watch cache (for the node authorizer). The
-// entries are shared: read-only.
-func (s *RBACSource) PodsOnNode(ctx context.Context, cluster, node string) ([]*corev1.Pod, error) {
+// PodsOnNode lists the pods bound to node in cluster from the watch cache (for the node authorizer), after the
+// cache caught up with the store when fresh. The entries are shared: read-only.
+func (s *RBACSource) PodsOnNode(ctx context.Context, cluster, node string, fresh bool) ([]*corev1.Pod, error) {
 	res, ok := s.api.cfg.Registry.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
 	if !ok {
 		return nil, fmt.Errorf("kubeapi: the registry does not serve pods")
@@ -106,6 +106,9 @@ func (s *RBACSource) PodsOnNode(ctx context.Context, cluster, node string) ([]*c
 		var err error
 		if col, err = s.api.collection(ctx, cluster, res); err != nil {
 			return nil, err
+		}
+		if !fresh {
+			break
 		}
 		// The node's view must include a pod bound to it a moment ago (it is about to start it).
 		err = col.Fresh(ctx)
