@@ -247,6 +247,9 @@ func New(cfg Config) (*API, error) {
 }
 
 // cacheIndex is the watch cache's secondary index: pods by spec.nodeName (the node authorizer's question).
+// cacheIndexField is the field of pods that cacheIndex indexes.
+const cacheIndexField = "spec.nodeName"
+
 func cacheIndex(resource string) func(runtime.Object) string {
 	if resource != "pods" {
 		return nil

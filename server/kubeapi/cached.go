@@ -172,6 +172,9 @@ func (rq *request) storeFallback() (func(), error) {
 func (ws *watchStream) watchFromCache(ctx context.Context, col *watchcache.Collection, initial bool) (bool, error) {
 	rq, p := ws.rq, ws.p
 	opts := watchcache.WatchOptions{Namespace: rq.info.namespace, Name: p.sel.name(), Filter: p.sel.watchFilter(rq.res)}
+	if col.Indexed() {
+		opts.IndexValue, opts.Indexed = p.sel.cacheIndexValue(rq.res)
+	}
 	if p.bookmarks {
 		opts.BookmarkEvery = watchBookmarkInterval
 	}

@@ -51,6 +51,20 @@ func (s selector) matches(res *resources.Resource, obj runtime.Object) bool {
 	return s.fields.Empty() || s.fields.Matches(objectFields(res, obj))
 }
 
+// cacheIndexValue is the value of the watch cache's index (cacheIndex: pods by spec.nodeName) the selector
+// requires, if it requires one: a node agent's pod watch.
+func (s selector) cacheIndexValue(res *resources.Resource) (string, bool) {
+	if res.Storage != "pods" || s.fields.Empty() {
+		return "", false
+	}
+	for _, r := range s.fields.Requirements() {
+		if r.Field == cacheIndexField && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) {
+			return r.Value, true
+		}
+	}
+	return "", false
+}
+
 // watchFilter is a cheap pre-filter for a cache watch: the object must have the value the selector requires of
 // each indexed field of res (resources.Resource.FieldIndex); nil when the selector requires none.
 func (s selector) watchFilter(res *resources.Resource) func(*watchcache.Entry) bool {

@@ -655,3 +655,50 @@ func TestBookmarksAreSpaced(t *testing.T) {
 		t.Fatalf("%d bookmarks for a watch that asked for none", n)
 	}
 }
+
+// TestIndexedWatches: a watch narrowed to one value of the collection's index gets the events of objects with
+// that value, or that had it (leaving), live and replayed from the window — and no others.
+func TestIndexedWatches(t *testing.T) {
+	e := newEnv(t, Config{Index: func(string) func(runtime.Object) string {
+		return func(o runtime.Object) string { return o.(*corev1.ConfigMap).Data["v"] }
+	}})
+	e.create(t, "a", "seed", "x")
+	col := e.collection(t)
+	if !col.Indexed() {
+		t.Fatal("the collection has no index")
+	}
+	start := col.Revision()
+	live, err := col.Watch(t.Context(), WatchOptions{Indexed: true, IndexValue: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Stop()
+	a := e.create(t, "a", "on-n1", "n1")
+	e.create(t, "a", "on-n2", "n2")
+	moved, err := e.st.Update(t.Context(), e.key("a", "on-n1"), value("n2"), a.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := e.create(t, "a", "also-n1", "n1")
+	if err := col.WaitFor(t.Context(), last.Revision); err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{a.Revision, moved.Revision, last.Revision}
+	revs := func(evs []Event) (out []int64) {
+		for _, ev := range evs {
+			out = append(out, ev.Revision)
+		}
+		return out
+	}
+	if got := revs(next(t, live, 3)); !slices.Equal(got, want) {
+		t.Fatalf("live indexed watch got revisions %v, want %v (n1's create, its move away, the other n1 create)", got, want)
+	}
+	replayed, err := col.Watch(t.Context(), WatchOptions{Revision: start, Indexed: true, IndexValue: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replayed.Stop()
+	if got := revs(next(t, replayed, 3)); !slices.Equal(got, want) {
+		t.Fatalf("replayed indexed watch got revisions %v, want %v", got, want)
+	}
+}

@@ -24,15 +24,19 @@ type Collection struct {
 	lastUsed atomic.Int64  // unix nanoseconds of the last read or watch
 	stop     context.CancelFunc
 
-	mu       sync.RWMutex // guards everything below
-	err      error        // set once the collection is dead
-	rev      int64        // every event of the resource up to rev is applied
-	changed  int64        // revision of the last change applied (the load revision before any)
-	items    *btree.BTreeG[*Entry]
-	window   ring
-	watches  map[*Watch]struct{}
-	advanced chan struct{} // closed and replaced whenever rev moves
-	sw       *store.Watcher
+	mu      sync.RWMutex // guards everything below
+	err     error        // set once the collection is dead
+	rev     int64        // every event of the resource up to rev is applied
+	changed int64        // revision of the last change applied (the load revision before any)
+	items   *btree.BTreeG[*Entry]
+	window  ring
+	watches map[*Watch]struct{} // every watch; events go to unindexed and to the indexed ones by value
+	// unindexed and byValue split watches for event delivery: byValue holds the watches narrowed to one value
+	// of the secondary index (WatchOptions.Indexed), unindexed the others.
+	unindexed map[*Watch]struct{}
+	byValue   map[string]map[*Watch]struct{}
+	advanced  chan struct{} // closed and replaced whenever rev moves
+	sw        *store.Watcher
 	// snaps are frozen copies of items kept for paged lists: a list served a page at revision R continues from
 	// the snapshot at R (the continue token names R) while it lasts.
 	snaps map[int64]*Snapshot
@@ -42,6 +46,42 @@ type Collection struct {
 }
 
 type entryKey struct{ cluster, namespace, name string }
+
+// addWatch registers w for events; mu must be held.
+func (col *Collection) addWatch(w *Watch) {
+	col.watches[w] = struct{}{}
+	if !w.opts.Indexed || col.indexOf == nil {
+		col.unindexed[w] = struct{}{}
+		return
+	}
+	set := col.byValue[w.opts.IndexValue]
+	if set == nil {
+		set = map[*Watch]struct{}{}
+		col.byValue[w.opts.IndexValue] = set
+	}
+	set[w] = struct{}{}
+}
+
+// inIndex reports whether ev is for w by the secondary index (always, for a watch that is not indexed).
+func (col *Collection) inIndex(w *Watch, ev Event) bool {
+	if !w.opts.Indexed || col.indexOf == nil || ev.Object == nil {
+		return true
+	}
+	return col.indexOf(ev.Object.Object) == w.opts.IndexValue ||
+		(ev.Prev != nil && col.indexOf(ev.Prev.Object) == w.opts.IndexValue)
+}
+
+// removeWatch unregisters w; mu must be held.
+func (col *Collection) removeWatch(w *Watch) {
+	delete(col.watches, w)
+	delete(col.unindexed, w)
+	if set := col.byValue[w.opts.IndexValue]; set != nil {
+		delete(set, w)
+		if len(set) == 0 {
+			delete(col.byValue, w.opts.IndexValue)
+		}
+	}
+}
 
 // indexPut and indexDel keep byIndex in step with items; mu must be held (or the collection not yet shared).
 func (col *Collection) indexPut(e *Entry) {
@@ -182,7 +222,8 @@ func entryLess(a, b *Entry) bool {
 
 func newCollection(c *Cache, k Kind, dec Decoder) *Collection {
 	col := &Collection{cache: c, kind: k, dec: dec, synced: make(chan struct{}),
-		items: btree.NewG(32, entryLess), watches: map[*Watch]struct{}{}, advanced: make(chan struct{}),
+		items: btree.NewG(32, entryLess), watches: map[*Watch]struct{}{}, unindexed: map[*Watch]struct{}{},
+		byValue: map[string]map[*Watch]struct{}{}, advanced: make(chan struct{}),
 		window: newRing(c.cfg.Window, c.cfg.MaxWindow, c.cfg.WindowAge)}
 	if c.cfg.Index != nil {
 		if f := c.cfg.Index(k.Resource); f != nil {
@@ -344,10 +385,22 @@ func (col *Collection) apply(ev store.Event) error {
 	}
 	col.window.push(out, time.Now())
 	col.changed = ev.Revision()
-	for w := range col.watches {
-		if w.wants(e) && w.accepts(out) && !w.push(out) {
-			delete(col.watches, w)
-			w.end(ErrSlow)
+	deliver := func(watches map[*Watch]struct{}) {
+		for w := range watches {
+			if w.wants(e) && w.accepts(out) && !w.push(out) {
+				col.removeWatch(w)
+				w.end(ErrSlow)
+			}
+		}
+	}
+	deliver(col.unindexed)
+	if col.indexOf != nil && len(col.byValue) > 0 {
+		v := col.indexOf(e.Object)
+		deliver(col.byValue[v])
+		if out.Prev != nil {
+			if pv := col.indexOf(out.Prev.Object); pv != v {
+				deliver(col.byValue[pv]) // the object left that value: its watchers see it go
+			}
 		}
 	}
 	col.advance(ev.Revision())
@@ -368,7 +421,7 @@ func (col *Collection) fail(err error) {
 		col.err = err
 	}
 	watches := col.watches
-	col.watches = map[*Watch]struct{}{}
+	col.watches, col.unindexed, col.byValue = map[*Watch]struct{}{}, map[*Watch]struct{}{}, map[string]map[*Watch]struct{}{}
 	stop := col.stop
 	col.mu.Unlock()
 	for w := range watches {
