@@ -87,7 +87,7 @@ func NewPods(cs kubernetes.Interface, cfg PodsConfig) (*Pods, error) {
 	}
 	cfg = cfg.withDefaults()
 	o := objects{cs: cs}
-	return &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods")},
+	return &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods"), tokens: newTokenCache(cfg.Clock.Now)},
 		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{}}, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/fake"
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi/apitest"
 )
 
@@ -52,8 +53,11 @@ type podEnv struct {
 	stop  func()
 }
 
-func newPodEnv(t *testing.T) *podEnv {
-	api, _ := apitest.New(t)
+func newPodEnv(t *testing.T) *podEnv { return newPodEnvWith(t, nil) }
+
+// newPodEnvWith is newPodEnv with configure applied to the API's configuration (may be nil).
+func newPodEnvWith(t *testing.T, configure func(*kubeapi.Config)) *podEnv {
+	api, _ := apitest.NewWith(t, configure)
 	e := &podEnv{t: t, admin: apitest.Admin(t, api, "c1"), node: nodeClient(t, api, "n1"),
 		clk: clocktesting.NewFakeClock(time.Now()), dir: t.TempDir()}
 	e.rt = &recording{Runtime: fake.New(fake.WithClock(e.clk.Now)), configs: map[string]*runtimeapi.ContainerConfig{}}

@@ -14,11 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -40,6 +42,59 @@ type file struct {
 type volumes struct {
 	o       objects
 	podsDir string
+	tokens  *tokenCache
+}
+
+// tokenCache keeps the projected service account tokens of the node's pods until 80 % of their lifetime (at most
+// 24 h) has passed, as kubelet's token manager does: a fresh token at every volume refresh would be a
+// TokenRequest per pod per minute, 500 a second from 30,000 pods.
+type tokenCache struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[tokenKey]cachedToken
+}
+
+type tokenKey struct {
+	pod               types.UID
+	account, audience string
+	expirationSeconds int64
+}
+
+type cachedToken struct {
+	token     string
+	refreshAt time.Time
+}
+
+func newTokenCache(now func() time.Time) *tokenCache {
+	return &tokenCache{now: now, m: map[tokenKey]cachedToken{}}
+}
+
+func (c *tokenCache) get(k tokenKey) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.m[k]
+	if !ok || !c.now().Before(t.refreshAt) {
+		return "", false
+	}
+	return t.token, true
+}
+
+// put keeps a token that lives for lifetime from now.
+func (c *tokenCache) put(k tokenKey, token string, lifetime time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[k] = cachedToken{token: token, refreshAt: c.now().Add(min(lifetime*8/10, 24*time.Hour))}
+}
+
+// forget drops a pod's tokens (the pod is gone).
+func (c *tokenCache) forget(pod types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if k.pod == pod {
+			delete(c.m, k)
+		}
+	}
 }
 
 // mounts prepares the pod's volumes and returns the CRI mounts of container c. It fails with an envError-like
@@ -273,6 +328,13 @@ func (v volumes) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.Ser
 	if sa == "" {
 		sa = "default"
 	}
+	k := tokenKey{pod: pod.UID, account: sa, audience: src.Audience}
+	if src.ExpirationSeconds != nil {
+		k.expirationSeconds = *src.ExpirationSeconds
+	}
+	if token, ok := v.tokens.get(k); ok {
+		return map[string]file{src.Path: {[]byte(token), modeOf(nil, defMode, 0o600)}}, nil
+	}
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: src.ExpirationSeconds,
 		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
 	if src.Audience != "" {
@@ -282,6 +344,8 @@ func (v volumes) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.Ser
 	if err != nil {
 		return nil, fmt.Errorf("a token for service account %s: %w", sa, err)
 	}
+	// The server's clock says when it expires; its lifetime counts on ours.
+	v.tokens.put(k, tr.Status.Token, time.Until(tr.Status.ExpirationTimestamp.Time))
 	return map[string]file{src.Path: {[]byte(tr.Status.Token), modeOf(nil, defMode, 0o600)}}, nil
 }
 

@@ -160,6 +160,7 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) bool {
 // teardown removes the pod's sandboxes (and with them containers, logs and cgroups).
 func (w *worker) teardown(ctx context.Context, pod *corev1.Pod, grace int64) {
 	w.probes.stopAll()
+	w.p.vols.tokens.forget(w.uid)
 	sbs, err := w.p.cfg.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(w.uid)}})
 	if err != nil {
 		return
