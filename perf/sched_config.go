@@ -74,6 +74,11 @@ type SchedConfig struct {
 	TempDir  string
 	KeepTemp bool
 
+	// CPUProfile, when set, is where a CPU profile of each end-to-end measurement (from the scheduler's start
+	// until every pod is bound, nothing of the loading) is written: one file per run, named
+	// CPUProfile-<case>-<rep>.
+	CPUProfile string
+
 	Logger *slog.Logger
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -171,6 +173,11 @@ func (r *schedRunner) schedule(ctx context.Context, env *schedEnv, out *SchedRun
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	stopProfile, err := r.startProfile(out.Case, out.Rep)
+	if err != nil {
+		cancel()
+		return err
+	}
 	meter := newSchedMeter(r.pg.procs())
 	start := time.Now()
 	go func() { defer close(done); s.Run(sctx) }()
@@ -179,11 +186,29 @@ func (r *schedRunner) schedule(ctx context.Context, env *schedEnv, out *SchedRun
 	}
 	out.Elapsed, out.FirstBind, err = waitBound(ctx, start, r.cfg.Timeout, out.Pods, func() int { return int(s.Scheduled.Load()) }, progress)
 	out.CPU = meter.cores()
+	stopProfile()
 	out.Scheduled = int(s.Scheduled.Load())
 	cancel()
 	<-done
 	drainEvents(ctx, env.cs, r.log)
 	return err
+}
+
+// startProfile starts the CPU profile of one measurement when the configuration asks for it; the returned
+// function stops it and closes its file.
+func (r *schedRunner) startProfile(c string, rep int) (stop func(), err error) {
+	if r.cfg.CPUProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s-%s-%d", r.cfg.CPUProfile, dbSafe(c), rep))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // drainEvents waits until the number of Events stops growing for a second (at most 30 s). It only delays

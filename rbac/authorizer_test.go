@@ -337,21 +337,25 @@ func TestDecisionsAgreeWithUpstreamCovers(t *testing.T) {
 		a := newTestAuthorizer(rt, src)
 		res := rapid.SampledFrom(l("pods", "pods/log", "deployments", "deployments/scale", "jobs", "statefulsets/scale")).Draw(rt, "resource")
 		req := Request{Cluster: "c1", User: "u", Verb: rapid.SampledFrom(verbs[:5]).Draw(rt, "verb"),
-			Group: rapid.SampledFrom(groups[:3]).Draw(rt, "group"), Namespace: rapid.SampledFrom(namespaces).Draw(rt, "namespace"),
-			Name: rapid.SampledFrom(names).Draw(rt, "name")}
+			Group: rapid.SampledFrom(groups[:3]).Draw(rt, "group"), Namespace: rapid.SampledFrom(namespaces).Draw(rt, "namespace")}
 		req.Resource, req.Subresource, _ = cut(res)
-		d := decide(rt, a, req)
 		own, err := a.Rules(context.Background(), "c1", "u", nil, req.Namespace)
 		if err != nil {
 			rt.Fatal(err)
 		}
-		want := rule(l(req.Verb), l(req.Group), l(res))
-		if req.Name != "" {
-			want.ResourceNames = l(req.Name)
-		}
-		covered, _ := validation.Covers(own, []rbacv1.PolicyRule{want})
-		if d.Allowed != covered {
-			rt.Fatalf("decision %v (%s), upstream Covers %v; rules %+v, request %+v", d.Allowed, d.Reason, covered, own, req)
+		// The same question for every name, twice over: the decisions' memo must keep names apart exactly
+		// when a rule with resourceNames covers the request.
+		for _, name := range append(append([]string{}, names...), names...) {
+			req.Name = name
+			d := decide(rt, a, req)
+			want := rule(l(req.Verb), l(req.Group), l(res))
+			if req.Name != "" {
+				want.ResourceNames = l(req.Name)
+			}
+			covered, _ := validation.Covers(own, []rbacv1.PolicyRule{want})
+			if d.Allowed != covered {
+				rt.Fatalf("decision %v (%s), upstream Covers %v; rules %+v, request %+v", d.Allowed, d.Reason, covered, own, req)
+			}
 		}
 	})
 }
@@ -363,4 +367,30 @@ func cut(res string) (string, string, bool) {
 		}
 	}
 	return res, "", false
+}
+
+// TestMemoKeysNamesOnlyWhenTheyMatter: a role whose only resourceNames rule is on leases answers pod bindings
+// of any name from one memo entry, and keeps lease names apart.
+func TestMemoKeysNamesOnlyWhenTheyMatter(t *testing.T) {
+	re, err := newRoleEnforcer([]rbacv1.PolicyRule{
+		{Verbs: l("create"), APIGroups: l(""), Resources: l("pods/binding")},
+		{Verbs: l("get", "update"), APIGroups: l("coordination.k8s.io"), Resources: l("leases"), ResourceNames: l("kube-scheduler")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if !re.allows(Request{Verb: "create", Resource: "pods", Subresource: "binding", Name: fmt.Sprint("p", i)}) {
+			t.Fatalf("binding pod p%d refused", i)
+		}
+	}
+	for _, name := range l("kube-scheduler", "other", "kube-scheduler", "other") {
+		req := Request{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: name}
+		if got := re.allows(req); got != (name == "kube-scheduler") {
+			t.Fatalf("update lease %q: allowed %v", name, got)
+		}
+	}
+	if n := len(re.memo); n != 3 {
+		t.Fatalf("memo holds %d answers, want 3 (one for every binding, one per lease name)", n)
+	}
 }

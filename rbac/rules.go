@@ -35,8 +35,9 @@ const listSep = "\x1f"
 type roleEnforcer struct {
 	rules []rbacv1.PolicyRule // read-only
 	e     *casbin.Enforcer    // never modified after construction: safe for concurrent Enforce
-	// named: some rule lists resourceNames, so the object name is part of the question.
-	named bool
+	// named are the rules that list resourceNames: when one of them could match a request, the object's name is
+	// part of the question (and of the memo's key); otherwise the name cannot change the answer.
+	named []namedRule
 	// memo remembers answers. The rules never change (a changed role gets a new enforcer), so an answer can
 	// never go stale: this is a pure function's memo, not a cache to invalidate. Bounded by maxMemo. A plain
 	// map under a read-write lock: a lookup allocates nothing.
@@ -59,7 +60,7 @@ func (r *roleEnforcer) allows(req Request) bool {
 		resource += "/" + req.Subresource
 	}
 	k := memoKey{req.Verb, req.Group, resource, "", req.Path}
-	if r.named {
+	if r.nameMatters(req.Verb, req.Group, resource) {
 		k.name = req.Name
 	}
 	r.memoMu.RLock()
@@ -78,6 +79,32 @@ func (r *roleEnforcer) allows(req Request) bool {
 	}
 	r.memoMu.Unlock()
 	return ok
+}
+
+// nameMatters reports whether a rule with resourceNames covers the verb, group and resource: only then can the
+// object's name change the answer.
+func (r *roleEnforcer) nameMatters(verb, group, resource string) bool {
+	for _, rule := range r.named {
+		if hasOrStar(rule.verbs, verb) && hasOrStar(rule.groups, group) && resourceMatches(rule.resources, resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// namedRule is a rule with resourceNames, its resources joined as resourceMatches wants them.
+type namedRule struct {
+	verbs, groups []string
+	resources     string
+}
+
+func hasOrStar(list []string, v string) bool {
+	for _, x := range list {
+		if x == "*" || x == v {
+			return true
+		}
+	}
+	return false
 }
 
 // enforcers shares role enforcers between roles with equal rules (the built-in roles of every cluster). The
@@ -145,7 +172,9 @@ func newRoleEnforcer(rules []rbacv1.PolicyRule) (*roleEnforcer, error) {
 	}
 	re := &roleEnforcer{rules: rules, e: e, memo: map[memoKey]bool{}}
 	for _, r := range rules {
-		re.named = re.named || len(r.ResourceNames) > 0
+		if len(r.ResourceNames) > 0 {
+			re.named = append(re.named, namedRule{verbs: r.Verbs, groups: r.APIGroups, resources: join(r.Resources)})
+		}
 	}
 	return re, nil
 }

@@ -48,8 +48,31 @@ func (a *API) collection(ctx context.Context, cluster string, res *resources.Res
 	if a.cache == nil {
 		return nil, errNoCache
 	}
-	return a.cache.Collection(ctx, watchcache.Kind{Cluster: cluster, Resource: res.Storage, Type: res.GVK.String()},
+	return a.cache.Collection(ctx, cacheKind(cluster, res),
 		func(so store.Object) (runtime.Object, error) { return decodeStored(res, so) })
+}
+
+func cacheKind(cluster string, res *resources.Resource) watchcache.Kind {
+	return watchcache.Kind{Cluster: cluster, Resource: res.Storage, Type: res.GVK.String()}
+}
+
+// cachedCopy is a copy of the object from a watch-cache collection already running (the cluster's own, else the
+// cross-cluster one the controllers and the scheduler keep), with its revision; ok is false when no running
+// collection holds it. The copy may be behind the store.
+func (rq *request) cachedCopy(namespace, name string) (obj runtime.Object, rev int64, ok bool) {
+	if rq.api.cache == nil || rq.api.cfg.DisableWatchCache {
+		return nil, 0, false
+	}
+	var e *watchcache.Entry
+	if col := rq.api.cache.Peek(cacheKind(rq.cluster.ID, rq.res)); col != nil {
+		e, ok, _ = col.Get(namespace, name)
+	} else if col := rq.api.cache.Peek(cacheKind("", rq.res)); col != nil {
+		e, ok, _ = col.GetIn(rq.cluster.ID, namespace, name)
+	}
+	if !ok {
+		return nil, 0, false
+	}
+	return e.Object.DeepCopyObject(), e.Revision, true
 }
 
 var errNoCache = errors.New("kubeapi: no watch cache (Storage cannot feed one)")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -318,3 +319,118 @@ func TestNamespaceFinalizers(t *testing.T) {
 }
 
 type apiStatus interface{ Status() metav1.Status }
+
+// frozenStorage counts single-object reads, and gives the watch cache a store watch that never delivers a change
+// (only progress bookmarks): the cache keeps the state it loaded while the store moves on.
+type frozenStorage struct {
+	*store.Store
+	gets atomic.Int64
+}
+
+func (f *frozenStorage) Get(ctx context.Context, k store.Key) (store.Object, error) {
+	f.gets.Add(1)
+	return f.Store.Get(ctx, k)
+}
+
+func (f *frozenStorage) Watch(ctx context.Context, opts store.WatchOptions) (*store.Watcher, error) {
+	opts.Resource = "frozen-" + opts.Resource
+	return f.Store.Watch(ctx, opts)
+}
+
+// TestUpdatesStartFromTheCacheAndConfirmWithTheStore: an update starts from the watch cache's copy without
+// reading the store; when that copy is stale the compare-and-swap fails and the update is redone from the
+// store; a conflict, a no-op or a refusal computed from a stale copy is confirmed against the store first.
+func TestUpdatesStartFromTheCacheAndConfirmWithTheStore(t *testing.T) {
+	var fs *frozenStorage
+	env := newTestEnv(t, func(c *Config) {
+		fs = &frozenStorage{Store: c.Storage.(*store.Store)}
+		c.Storage = fs
+		c.WatchCache = watchcache.New(watchcache.Config{Source: fs, Logger: slog.New(slog.DiscardHandler)})
+		t.Cleanup(c.WatchCache.Close)
+	})
+	env.rawCreate(t, rawPods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`)
+	env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}`)
+	env.rawList(t, rawPods) // the collections load now, and then never change
+	env.rawList(t, rawCMs)
+
+	bind := func(node string) rawResponse {
+		return env.rawDo(t, http.MethodPost, rawPods+"/p/binding", "application/json",
+			strings.NewReader(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"},"target":{"kind":"Node","name":"`+node+`"}}`))
+	}
+	gets := fs.gets.Load()
+	if resp := bind("n1"); resp.code != http.StatusCreated {
+		t.Fatalf("binding: %d %s", resp.code, resp.body)
+	}
+	if n := fs.gets.Load() - gets; n != 0 {
+		t.Errorf("a binding whose pod the cache holds read the store %d times", n)
+	}
+	// The cache still shows p unbound; the store knows better.
+	st := bind("n2").wantStatus(t, http.StatusConflict, metav1.StatusReasonConflict)
+	if !strings.Contains(st.Message, `already assigned to node "n1"`) {
+		t.Errorf("second binding: %q, want the store's answer (already assigned to n1)", st.Message)
+	}
+
+	patch := func(pt, body string) map[string]any {
+		t.Helper()
+		resp := env.rawDo(t, http.MethodPatch, rawCMs+"/cm", pt, strings.NewReader(body))
+		if resp.code != http.StatusOK {
+			t.Fatalf("patch %s: %d %s", body, resp.code, resp.body)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(resp.body, &obj); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	get := func() map[string]any {
+		t.Helper()
+		resp := env.rawDo(t, http.MethodGet, rawCMs+"/cm", "", nil)
+		var obj map[string]any
+		if err := json.Unmarshal(resp.body, &obj); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	merge := "application/merge-patch+json"
+	patch(merge, `{"data":{"a":"1"}}`)
+	// From the cache's copy (no data) this lost race is retried from the store's.
+	if got := patch(merge, `{"data":{"b":"2"}}`)["data"]; !reflect.DeepEqual(got, map[string]any{"a": "1", "b": "2"}) {
+		t.Fatalf("second patch: data %v, want a and b", got)
+	}
+	// A no-op on the cache's copy (no data) is not one on the store's.
+	patch(merge, `{"data":{"a":null,"b":null}}`)
+	if got := get()["data"]; got != nil {
+		t.Fatalf("after removing a and b the store holds data %v", got)
+	}
+	patch(merge, `{"data":{"x":"1"}}`)
+	// A JSON patch whose test fails on the cache's copy succeeds on the store's.
+	if got := patch("application/json-patch+json", `[{"op":"test","path":"/data/x","value":"1"},{"op":"add","path":"/data/y","value":"2"}]`)["data"]; !reflect.DeepEqual(got, map[string]any{"x": "1", "y": "2"}) {
+		t.Fatalf("JSON patch: data %v, want x and y", got)
+	}
+	// A PUT at the revision the cache holds is a conflict: the store moved on.
+	stale := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","resourceVersion":"` +
+		strconv.FormatInt(cachedRevision(t, env, "configmaps", "cm"), 10) + `"},"data":{"z":"1"}}`
+	env.rawDo(t, http.MethodPut, rawCMs+"/cm", "application/json", strings.NewReader(stale)).
+		wantStatus(t, http.StatusConflict, metav1.StatusReasonConflict)
+	// A PUT at the store's revision works, though the cache does not have that revision.
+	cur := get()["metadata"].(map[string]any)["resourceVersion"].(string)
+	resp := env.rawDo(t, http.MethodPut, rawCMs+"/cm", "application/json", strings.NewReader(
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","resourceVersion":"`+cur+`"},"data":{"z":"1"}}`))
+	if resp.code != http.StatusOK {
+		t.Fatalf("PUT at the current revision: %d %s", resp.code, resp.body)
+	}
+}
+
+// cachedRevision is the revision of an object in the c1 collection of res of env's cache.
+func cachedRevision(t *testing.T, env *testEnv, res, name string) int64 {
+	t.Helper()
+	col := env.api.cache.Peek(watchcache.Kind{Cluster: "c1", Resource: res, Type: "/v1, Kind=ConfigMap"})
+	if col == nil {
+		t.Fatalf("no running collection of %s", res)
+	}
+	e, ok, _ := col.Get("default", name)
+	if !ok {
+		t.Fatalf("%s/%s is not in the cache", res, name)
+	}
+	return e.Revision
+}

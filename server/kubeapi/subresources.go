@@ -164,18 +164,24 @@ func (rq *request) serveBinding() error {
 }
 
 // rawUpdateLoop writes what mutate makes of the stored object, bypassing the update strategy (for
-// subresources that change fields the main resource may not, like pods/binding), retrying lost races.
+// subresources that change fields the main resource may not, like pods/binding), retrying lost races. Its
+// callers answer a Status, so the written object is not decoded again.
 func (rq *request) rawUpdateLoop(mutate func(old runtime.Object) (runtime.Object, error)) error {
 	for attempt := 0; ; attempt++ {
-		old, so, err := rq.load(rq.info.namespace, rq.info.name)
+		b, err := rq.updateBase(attempt, 0)
 		if err != nil {
 			return err
 		}
-		obj, err := mutate(old.DeepCopyObject())
-		if err != nil {
-			return err
+		obj, err := mutate(b.obj.DeepCopyObject())
+		if err == nil {
+			var unchanged bool
+			if _, unchanged, err = rq.storeWrite(obj, b.obj, b.rev, false); err == nil && !(b.cached && unchanged) {
+				return nil
+			}
 		}
-		_, err = rq.storeUpdate(obj, old, so.Revision, false)
+		if b.cached && (err == nil || !errors.Is(err, errRetry)) {
+			continue // a no-op or a refusal computed from the cache's copy: confirm it with the store's
+		}
 		if errors.Is(err, errRetry) && rq.retryAfterConflict(attempt) {
 			continue
 		}

@@ -205,26 +205,58 @@ func (rq *request) update() error {
 // expect > 0 a stale revision is a 409; with expect == 0 (unconditional) a lost race is retried.
 func (rq *request) updateLoop(expect int64, mutate func(old runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	for attempt := 0; ; attempt++ {
-		old, so, err := rq.load(rq.info.namespace, rq.info.name)
+		b, err := rq.updateBase(attempt, expect)
 		if err != nil {
 			return nil, err
 		}
-		if expect > 0 && expect != so.Revision {
+		if expect > 0 && expect != b.rev {
 			return nil, storeError(store.ErrConflict, rq.gr(), rq.info.name)
 		}
-		obj, err := mutate(old.DeepCopyObject())
-		if err != nil {
-			return nil, err
+		obj, err := mutate(b.obj.DeepCopyObject())
+		if err == nil {
+			var out runtime.Object
+			out, err = rq.updateObject(obj, b.obj, b.rev)
+			if err == nil && !(b.cached && out == b.obj) {
+				return out, nil
+			}
 		}
-		out, err := rq.updateObject(obj, old, so.Revision)
+		if b.cached && (err == nil || !errors.Is(err, errRetry)) {
+			continue // a no-op or a refusal computed from the cache's copy: confirm it with the store's
+		}
 		if errors.Is(err, errRetry) && expect == 0 && rq.retryAfterConflict(attempt) {
 			continue
 		}
 		if errors.Is(err, errRetry) {
 			return nil, storeError(store.ErrConflict, rq.gr(), rq.info.name)
 		}
-		return out, err
+		return nil, err
 	}
+}
+
+// updateBase is the state an update starts from. The first attempt starts from the watch cache's copy when a
+// running collection holds one (at the client's revision, when it names one): it saves reading and decoding
+// the object, and the compare-and-swap on its revision refuses it if the store moved on — upstream's
+// GuaranteedUpdate starts from the cacher's object the same way. Later attempts, dry runs and Services (whose
+// update reserves addresses from the old state) read the store.
+func (rq *request) updateBase(attempt int, expect int64) (updateBase, error) {
+	if dry, err := rq.dryRun(); attempt == 0 && err == nil && !dry && rq.res.GVK != serviceGVK {
+		if obj, rev, ok := rq.cachedCopy(rq.info.namespace, rq.info.name); ok && (expect == 0 || expect == rev) {
+			return updateBase{obj: obj, rev: rev, cached: true}, nil
+		}
+	}
+	obj, so, err := rq.load(rq.info.namespace, rq.info.name)
+	return updateBase{obj: obj, rev: so.Revision}, err
+}
+
+var serviceGVK = corev1.SchemeGroupVersion.WithKind("Service")
+
+type updateBase struct {
+	obj runtime.Object
+	rev int64
+	// cached: obj is the watch cache's copy, possibly behind the store. A write from it is safe (the
+	// compare-and-swap fails if it is stale); an answer without a write — a no-op, a refusal — is not, so the
+	// loops confirm those against the store.
+	cached bool
 }
 
 // errRetry marks a compare-and-swap that lost a race.
@@ -297,27 +329,42 @@ func (rq *request) allocate(obj, old runtime.Object) ([]allocation, error) {
 	return rq.api.allocateService(rq.ctx, rq.cluster, svc, oldSvc)
 }
 
-// storeUpdate writes obj over revision rev, unless nothing changed.
+// storeUpdate writes obj over revision rev, unless nothing changed (then it returns old itself).
 func (rq *request) storeUpdate(obj, old runtime.Object, rev int64, dry bool) (runtime.Object, error) {
-	data, err := encodeStored(rq.res, obj)
-	if err != nil {
-		return nil, internal(err)
-	}
-	if oldData, err := encodeStored(rq.res, old); err == nil && string(oldData) == string(data) {
+	so, unchanged, err := rq.storeWrite(obj, old, rev, dry)
+	switch {
+	case err != nil:
+		return nil, err
+	case unchanged:
 		return old, nil
-	}
-	if dry {
+	case dry:
 		return obj, nil
 	}
+	return rq.decodeResult(so)
+}
+
+// storeWrite is storeUpdate without decoding what was written: unchanged when obj encodes as old does (nothing
+// is written), a zero store.Object for a dry run.
+func (rq *request) storeWrite(obj, old runtime.Object, rev int64, dry bool) (so store.Object, unchanged bool, err error) {
+	data, err := encodeStored(rq.res, obj)
+	if err != nil {
+		return store.Object{}, false, internal(err)
+	}
+	if oldData, err := encodeStored(rq.res, old); err == nil && string(oldData) == string(data) {
+		return store.Object{}, true, nil
+	}
+	if dry {
+		return store.Object{}, false, nil
+	}
 	m := mustAccessor(obj)
-	so, err := rq.api.cfg.Storage.Update(rq.ctx, rq.key(rq.res, m.GetNamespace(), m.GetName()), data, rev)
+	so, err = rq.api.cfg.Storage.Update(rq.ctx, rq.key(rq.res, m.GetNamespace(), m.GetName()), data, rev)
 	if errors.Is(err, store.ErrConflict) {
-		return nil, errRetry
+		return store.Object{}, false, errRetry
 	}
 	if err != nil {
-		return nil, storeError(err, rq.gr(), m.GetName())
+		return store.Object{}, false, storeError(err, rq.gr(), m.GetName())
 	}
-	return rq.decodeResult(so)
+	return so, false, nil
 }
 
 // finishDelete removes an object whose deletion was waiting for finalizers that are now gone.

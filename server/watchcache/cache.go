@@ -172,6 +172,27 @@ func (c *Cache) Collection(ctx context.Context, k Kind, dec Decoder) (*Collectio
 	return col, nil
 }
 
+// Peek returns k's collection if it is already running and holds the resource's state, else nil. It never
+// starts one: for callers that only profit from a copy at hand (an update starting from a recent version) and
+// must not make the process load a whole resource.
+func (c *Cache) Peek(k Kind) *Collection {
+	c.mu.Lock()
+	col := c.cols[k]
+	c.mu.Unlock()
+	if col == nil {
+		return nil
+	}
+	select {
+	case <-col.synced:
+	default:
+		return nil
+	}
+	if col.failed() != nil {
+		return nil
+	}
+	return col
+}
+
 // drop forgets col if it is still k's collection.
 func (c *Cache) drop(col *Collection) {
 	c.mu.Lock()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/wheelhouse-dev/wheelhouse/perf"
@@ -33,21 +32,7 @@ func main() {
 		}}.Main()
 }
 
-// cpuProfile is the --cpuprofile path; profiling is a property of this process, not of the harness config.
-var cpuProfile string
-
 func run(ctx context.Context, cfg perf.SchedConfig) error {
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	_, err := perf.RunSched(ctx, cfg)
 	return err
 }
@@ -72,7 +57,7 @@ func parseFlags(args []string) (perf.SchedConfig, error) {
 	fs.StringVar(&cfg.JSONOut, "json", "", "also write the raw results as JSON here")
 	fs.StringVar(&cfg.TempDir, "tmp", "", "parent of the run's temp directory (default $TMPDIR or /tmp)")
 	fs.BoolVar(&cfg.KeepTemp, "keep-tmp", false, "keep PostgreSQL's data directory")
-	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the harness process (scheduler, API and store) here")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of each end-to-end measurement (scheduler, API and store; not the loading) to <this>-<case>-<rep>")
 	verbose := fs.Bool("v", true, "log progress to stderr")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
