@@ -10,41 +10,41 @@ import (
 )
 
 // CycleState carries data from a plugin's PreFilter or PreScore to its Filter or Score within one scheduling
-// cycle. Writes happen before the parallel phases; reads are concurrent.
+// cycle. Writes happen before the parallel phases; reads are concurrent and, as upstream's, take no lock (a
+// sync.Map: every filter of every node reads it).
 type CycleState struct {
-	mu   sync.RWMutex
-	data map[string]StateData
+	data sync.Map // string → StateData
+	// filters are the Filter plugins the cycle runs (those whose PreFilter did not ask to be skipped), set by
+	// RunPreFilterPlugins before filtering starts; until then (filtersSet false) every Filter runs.
+	filters    []FilterPlugin
+	filtersSet bool
 }
 
 // StateData is a plugin's per-cycle data; Clone is used when preemption explores "what if" states.
 type StateData interface{ Clone() StateData }
 
 // NewCycleState makes an empty state.
-func NewCycleState() *CycleState { return &CycleState{data: map[string]StateData{}} }
+func NewCycleState() *CycleState { return &CycleState{} }
 
 // Write stores a plugin's data.
-func (c *CycleState) Write(key string, d StateData) {
-	c.mu.Lock()
-	c.data[key] = d
-	c.mu.Unlock()
-}
+func (c *CycleState) Write(key string, d StateData) { c.data.Store(key, d) }
 
 // Read loads a plugin's data.
 func (c *CycleState) Read(key string) (StateData, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	d, ok := c.data[key]
-	return d, ok
+	d, ok := c.data.Load(key)
+	if !ok {
+		return nil, false
+	}
+	return d.(StateData), true
 }
 
 // Clone copies the state (each plugin's data cloned).
 func (c *CycleState) Clone() *CycleState {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := NewCycleState()
-	for k, v := range c.data {
-		out.data[k] = v.Clone()
-	}
+	out := &CycleState{filters: c.filters, filtersSet: c.filtersSet}
+	c.data.Range(func(k, v any) bool {
+		out.data.Store(k, v.(StateData).Clone())
+		return true
+	})
 	return out
 }
 

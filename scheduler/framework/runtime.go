@@ -92,6 +92,12 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 		}
 	}
 	state.Write(skipKey, skipped(skip))
+	state.filters, state.filtersSet = nil, true
+	for _, p := range f.Filter {
+		if !skip.Has(p.Name()) {
+			state.filters = append(state.filters, p)
+		}
+	}
 	return skip, st
 }
 
@@ -111,11 +117,11 @@ func skippedIn(state *CycleState) sets.Set[string] {
 
 // RunFilterPlugins runs the Filter plugins on one node; the first rejection wins.
 func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status {
-	skip := skippedIn(state)
-	for _, p := range f.Filter {
-		if skip.Has(p.Name()) {
-			continue
-		}
+	filters := f.Filter
+	if state.filtersSet {
+		filters = state.filters
+	}
+	for _, p := range filters {
 		if s := p.Filter(ctx, state, pod, node); !s.IsSuccess() {
 			return s.WithPlugin(p.Name())
 		}
