@@ -25,8 +25,9 @@ type clusterCache struct {
 	// snap is the snapshot over order, rebuilt with it.
 	snap *framework.Snapshot
 	pods map[types.UID]*cachedPod
-	// nominated are pending pods preemption made room for, by node.
-	nominated map[string][]*framework.PodInfo
+	// nominated are pending pods preemption made room for, by node; nominatedTo is each one's node.
+	nominated   map[string][]*framework.PodInfo
+	nominatedTo map[types.UID]string
 	nsLabels  map[string]labels.Set
 	// next is where the next cycle starts looking (round robin over nodes, as upstream).
 	next int
@@ -43,7 +44,7 @@ type cachedPod struct {
 
 func newClusterCache(id string) *clusterCache {
 	return &clusterCache{id: id, nodes: map[string]*framework.NodeInfo{}, pods: map[types.UID]*cachedPod{},
-		nominated: map[string][]*framework.PodInfo{}, nsLabels: map[string]labels.Set{}}
+		nominated: map[string][]*framework.PodInfo{}, nominatedTo: map[types.UID]string{}, nsLabels: map[string]labels.Set{}}
 }
 
 // nodeInfo is the NodeInfo of a node, made on demand (pods can be seen before their node).
@@ -177,16 +178,28 @@ func (c *clusterCache) forget(uid types.UID) {
 
 // setNominated records (node != "") or clears a pending pod's nomination.
 func (c *clusterCache) setNominated(pi *framework.PodInfo, node string) {
-	for n, list := range c.nominated {
-		if i := slices.IndexFunc(list, func(p *framework.PodInfo) bool { return p.Pod.UID == pi.Pod.UID }); i >= 0 {
-			c.nominated[n] = slices.Delete(list, i, i+1)
-			if len(c.nominated[n]) == 0 {
-				delete(c.nominated, n)
-			}
-		}
-	}
+	c.clearNominated(pi.Pod.UID)
 	if node != "" {
 		c.nominated[node] = append(c.nominated[node], pi)
+		c.nominatedTo[pi.Pod.UID] = node
+	}
+}
+
+// clearNominated forgets a pod's nomination, if it has one.
+func (c *clusterCache) clearNominated(uid types.UID) {
+	n, ok := c.nominatedTo[uid]
+	if !ok {
+		return
+	}
+	delete(c.nominatedTo, uid)
+	list := c.nominated[n]
+	if i := slices.IndexFunc(list, func(p *framework.PodInfo) bool { return p.Pod.UID == uid }); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(c.nominated, n)
+	} else {
+		c.nominated[n] = list
 	}
 }
 
@@ -198,6 +211,7 @@ func (c *clusterCache) displaceNominated(node string, priority int32) []*corev1.
 	for _, p := range c.nominated[node] {
 		if podPriority(p.Pod) < priority {
 			out = append(out, p.Pod)
+			delete(c.nominatedTo, p.Pod.UID)
 		} else {
 			keep = append(keep, p)
 		}

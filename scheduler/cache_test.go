@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,5 +45,39 @@ func TestDisplaceNominated(t *testing.T) {
 	}
 	if _, ok := c.nominated["n1"]; ok {
 		t.Fatal("an empty nomination list is kept")
+	}
+}
+
+// TestNominationsMoveAndClear: a pod is nominated to one node at a time; a new nomination moves it, clearing
+// removes it wherever it is (and twice is harmless), a displaced pod is forgotten.
+func TestNominationsMoveAndClear(t *testing.T) {
+	c := newClusterCache("c1")
+	a, b := nominee(t, "a", 10), nominee(t, "b", 10)
+	c.setNominated(a, "n1")
+	c.setNominated(b, "n1")
+	c.setNominated(a, "n2")
+	names := func(node string) (out []string) {
+		for _, p := range c.nominated[node] {
+			out = append(out, p.Pod.Name)
+		}
+		return out
+	}
+	if got, want := fmt.Sprint(names("n1"), names("n2")), "[b] [a]"; got != want {
+		t.Fatalf("after moving a: n1 n2 = %s, want %s", got, want)
+	}
+	c.clearNominated("b")
+	c.clearNominated("b")
+	if _, ok := c.nominated["n1"]; ok || c.nominatedTo["b"] != "" {
+		t.Fatalf("b cleared, yet n1 holds %v (b to %q)", names("n1"), c.nominatedTo["b"])
+	}
+	if got := c.displaceNominated("n2", 100); len(got) != 1 || got[0].Name != "a" {
+		t.Fatalf("displaced %v, want [a]", got)
+	}
+	if len(c.nominated) != 0 || len(c.nominatedTo) != 0 {
+		t.Fatalf("after displacing a: nominated %v, nominatedTo %v; want both empty", c.nominated, c.nominatedTo)
+	}
+	c.setNominated(a, "n3") // a displaced pod can be nominated again
+	if got := names("n3"); len(got) != 1 || c.nominatedTo["a"] != "n3" {
+		t.Fatalf("a nominated again: n3 %v, nominatedTo %q", got, c.nominatedTo["a"])
 	}
 }

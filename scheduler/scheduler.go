@@ -271,9 +271,7 @@ func (s *Scheduler) onPod(ev watchcache.Event) {
 		}
 		c.mu.Lock()
 		removed := c.removePod(pod.UID)
-		if pi, err := framework.NewPodInfo(pod); err == nil {
-			c.setNominated(pi, "")
-		}
+		c.clearNominated(pod.UID)
 		c.mu.Unlock()
 		if removed {
 			s.move(c.id, framework.ClusterEvent{Resource: framework.EventPod, ActionType: framework.Delete})
@@ -284,9 +282,7 @@ func (s *Scheduler) onPod(ev watchcache.Event) {
 		s.queue.Delete(k)
 		c.mu.Lock()
 		change, err := c.addPod(pod)
-		if pi, perr := framework.NewPodInfo(pod); perr == nil {
-			c.setNominated(pi, "")
-		}
+		c.clearNominated(pod.UID)
 		c.mu.Unlock()
 		if err != nil {
 			s.log.Warn("scheduler cannot account for a bound pod", "cluster", c.id, "pod", pod.Namespace+"/"+pod.Name, "err", err)
@@ -334,7 +330,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		bound.Spec.NodeName = res.node
 		bpi := *pi
 		bpi.Pod = bound
-		c.setNominated(pi, "")
+		c.clearNominated(pod.UID)
 		c.assume(&bpi, res.node)
 	}
 	var post *framework.PostFilterResult

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -10,10 +11,11 @@ import (
 )
 
 // CycleState carries data from a plugin's PreFilter or PreScore to its Filter or Score within one scheduling
-// cycle. Writes happen before the parallel phases; reads are concurrent and, as upstream's, take no lock (a
-// sync.Map: every filter of every node reads it).
+// cycle. Writes happen before the parallel phases and are few; reads are concurrent — every filter of every node
+// reads — so they take no lock: a write replaces the whole (small) map, which readers load atomically.
 type CycleState struct {
-	data sync.Map // string → StateData
+	mu   sync.Mutex // serializes writers
+	data atomic.Pointer[map[string]StateData]
 	// filters are the Filter plugins the cycle runs (those whose PreFilter did not ask to be skipped), set by
 	// RunPreFilterPlugins before filtering starts; until then (filtersSet false) every Filter runs.
 	filters    []FilterPlugin
@@ -27,24 +29,41 @@ type StateData interface{ Clone() StateData }
 func NewCycleState() *CycleState { return &CycleState{} }
 
 // Write stores a plugin's data.
-func (c *CycleState) Write(key string, d StateData) { c.data.Store(key, d) }
+func (c *CycleState) Write(key string, d StateData) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old map[string]StateData
+	if p := c.data.Load(); p != nil {
+		old = *p
+	}
+	m := make(map[string]StateData, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[key] = d
+	c.data.Store(&m)
+}
 
 // Read loads a plugin's data.
 func (c *CycleState) Read(key string) (StateData, bool) {
-	d, ok := c.data.Load(key)
-	if !ok {
+	p := c.data.Load()
+	if p == nil {
 		return nil, false
 	}
-	return d.(StateData), true
+	d, ok := (*p)[key]
+	return d, ok
 }
 
 // Clone copies the state (each plugin's data cloned).
 func (c *CycleState) Clone() *CycleState {
 	out := &CycleState{filters: c.filters, filtersSet: c.filtersSet}
-	c.data.Range(func(k, v any) bool {
-		out.data.Store(k, v.(StateData).Clone())
-		return true
-	})
+	if p := c.data.Load(); p != nil {
+		m := make(map[string]StateData, len(*p))
+		for k, v := range *p {
+			m[k] = v.Clone()
+		}
+		out.data.Store(&m)
+	}
 	return out
 }
 

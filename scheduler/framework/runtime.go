@@ -105,7 +105,8 @@ const skipKey = "framework/skip-filter"
 
 type skipped sets.Set[string]
 
-func (s skipped) Clone() StateData { return skipped(sets.Set[string](s).Clone()) }
+// Clone shares the set: it is never modified after PreFilter.
+func (s skipped) Clone() StateData { return s }
 
 // skippedIn is the set of plugins whose PreFilter asked to be skipped in this cycle.
 func skippedIn(state *CycleState) sets.Set[string] {
@@ -129,10 +130,17 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 	return nil
 }
 
-// RunFilterPluginsWithNominatedPods runs the filters on node as if the pending pods nominated to it with at
-// least the pod's priority were already there (so the room preemption freed is not taken by someone less
-// important), and, when there were such pods, once more without them (a nominee may never arrive), as upstream.
+// RunFilterPluginsWithNominatedPods runs the filters on node as it is and, when pods with at least the pod's
+// priority are nominated to it, once more as if they were already there (so the room preemption freed is not
+// taken by someone less important). The pod must pass both, as upstream: a nominee may never arrive, and some
+// filters (inter-pod affinity) may pass only with the nominees. Upstream runs the pass with the nominees first;
+// the outcome is the same either way, and the plain pass first spares the copy of the node and the cycle state
+// that the other needs wherever the node rejects the pod anyway (on full nodes, while preemption is busy, every
+// node).
 func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo, nominated []*PodInfo) *Status {
+	if st := f.RunFilterPlugins(ctx, state, pod, node); !st.IsSuccess() || len(nominated) == 0 {
+		return st
+	}
 	prio := podPriority(pod)
 	var with *NodeInfo
 	var withState *CycleState
@@ -148,12 +156,10 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 			return st
 		}
 	}
-	if with != nil {
-		if st := f.RunFilterPlugins(ctx, withState, pod, with); !st.IsSuccess() {
-			return st
-		}
+	if with == nil {
+		return nil
 	}
-	return f.RunFilterPlugins(ctx, state, pod, node)
+	return f.RunFilterPlugins(ctx, withState, pod, with)
 }
 
 func podPriority(p *PodInfo) int32 {

@@ -558,3 +558,35 @@ func TestStatus(t *testing.T) {
 		t.Error("AsStatus does not keep the error")
 	}
 }
+
+type counterData struct{ n int }
+
+func (d *counterData) Clone() StateData { return &counterData{n: d.n} }
+
+// TestCycleStateCloneIsIndependent: a clone has every value (cloned) and the filters chosen by PreFilter; writes
+// and changes to either side do not show in the other.
+func TestCycleStateCloneIsIndependent(t *testing.T) {
+	s := NewCycleState()
+	if _, ok := s.Read("x"); ok {
+		t.Fatal("an empty state reads a value")
+	}
+	s.Write("x", &counterData{n: 1})
+	s.filters, s.filtersSet = []FilterPlugin{bareFilter{}}, true
+	c := s.Clone()
+	d, ok := c.Read("x")
+	if !ok || d.(*counterData).n != 1 || !c.filtersSet || len(c.filters) != 1 {
+		t.Fatalf("clone: x %v %v, filters %v %v", d, ok, c.filters, c.filtersSet)
+	}
+	d.(*counterData).n = 2
+	c.Write("y", &counterData{n: 3})
+	s.Write("z", &counterData{n: 4})
+	if x, _ := s.Read("x"); x.(*counterData).n != 1 {
+		t.Fatalf("changing the clone's x changed the original's: %d", x.(*counterData).n)
+	}
+	if _, ok := s.Read("y"); ok {
+		t.Fatal("a write to the clone shows in the original")
+	}
+	if _, ok := c.Read("z"); ok {
+		t.Fatal("a write to the original shows in the clone")
+	}
+}
