@@ -68,7 +68,9 @@ type Scheduler struct {
 	clusters map[string]*clusterCache
 	clients  map[string]kubernetes.Interface
 
-	binds sync.WaitGroup
+	// calls are the API calls in flight off the scheduling loop (bindings, status updates, evictions); sem
+	// bounds the bindings and status updates among them.
+	calls sync.WaitGroup
 	sem   chan struct{}
 	// Scheduled counts pods bound (for benchmarks and tests).
 	Scheduled atomic.Int64
@@ -126,7 +128,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 	for ctx.Err() == nil && s.scheduleOne(ctx) {
 	}
 	s.queue.Close()
-	s.binds.Wait()
+	s.calls.Wait()
 	wg.Wait()
 }
 
@@ -536,10 +538,7 @@ func selectHost(scores []framework.NodeScore) string {
 // bind writes the binding in the background; the pod stays assumed on the node meanwhile.
 func (s *Scheduler) bind(ctx context.Context, c *clusterCache, qp *queue.QueuedPod, node string) {
 	pod := qp.Pod
-	s.binds.Add(1)
-	s.sem <- struct{}{}
-	go func() {
-		defer func() { <-s.sem; s.binds.Done() }()
+	s.async(func() {
 		cs, err := s.client(c.id)
 		if err == nil {
 			err = cs.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
@@ -561,6 +560,18 @@ func (s *Scheduler) bind(ctx context.Context, c *clusterCache, qp *queue.QueuedP
 		s.Scheduled.Add(1)
 		s.recorder(c.id).Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 		s.queue.Done(qp.Key)
+	})
+}
+
+// async runs an API call off the scheduling loop, as upstream's scheduler makes its API calls asynchronously:
+// the loop goes on to the next pod at once. At most maxBindingsInFlight run at a time; past that the caller
+// waits, so it must not hold a cluster cache's lock (the calls take it when they fail). Run waits for them.
+func (s *Scheduler) async(call func()) {
+	s.calls.Add(1)
+	s.sem <- struct{}{}
+	go func() {
+		defer func() { <-s.sem; s.calls.Done() }()
+		call()
 	}()
 }
 
@@ -592,10 +603,14 @@ func (s *Scheduler) failWithNomination(ctx context.Context, c *clusterCache, qp 
 	if nominated != "" {
 		next.Status.NominatedNodeName = nominated
 	}
-	if _, err := cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil &&
-		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
-		s.log.Warn("cannot record why a pod is unschedulable", "cluster", c.id, "pod", pod.Namespace+"/"+pod.Name, "err", err)
-	}
+	// At the pod's resourceVersion: if the pod changed meanwhile (bound, failed again), this is a conflict and
+	// the newer state stands.
+	s.async(func() {
+		if _, err := cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil &&
+			!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+			s.log.Warn("cannot record why a pod is unschedulable", "cluster", c.id, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+	})
 }
 
 // clearNominations clears status.nominatedNodeName of pods preemption displaced; the status change brings them
@@ -643,12 +658,29 @@ func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
 
 // ClusterSource for the plugins.
 
-// DeletePod deletes a preemption victim gracefully, marking it with the DisruptionTarget condition first.
+// DeletePod deletes a preemption victim gracefully, marking it with the DisruptionTarget condition first. The
+// calls run in the background (upstream's asynchronous preemption): the preemptor is nominated at once and waits,
+// parked, for its victims' deletions, which move it back to the queue. A victim that cannot be deleted is
+// logged and moves the parked pods back too, so that the preemptor looks again.
 func (s *Scheduler) DeletePod(ctx context.Context, cluster string, pod *corev1.Pod) error {
 	cs, err := s.client(cluster)
 	if err != nil {
 		return err
 	}
+	s.calls.Add(1) // not through async: this runs under the cluster cache's lock, and must not wait for a slot
+	go func() {
+		defer s.calls.Done()
+		if err := s.evict(ctx, cs, cluster, pod); err != nil && ctx.Err() == nil {
+			s.log.Warn("preemption: cannot delete a victim", "cluster", cluster, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			s.move(cluster, framework.ClusterEvent{Resource: framework.EventPod, ActionType: framework.Delete})
+		}
+	}()
+	return nil
+}
+
+// evict sets the victim's DisruptionTarget condition, then deletes it (with a UID precondition); a victim
+// already gone is no error.
+func (s *Scheduler) evict(ctx context.Context, cs kubernetes.Interface, cluster string, pod *corev1.Pod) error {
 	next := pod.DeepCopy()
 	setPodCondition(next, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 		Reason: "PreemptionByScheduler", Message: "default-scheduler: preempting to accommodate a higher priority pod",
@@ -659,7 +691,7 @@ func (s *Scheduler) DeletePod(ctx context.Context, cluster string, pod *corev1.P
 		}
 		return err
 	}
-	err = cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -292,3 +292,38 @@ func TestNumFeasibleNodesToFind(t *testing.T) {
 		}
 	}
 }
+
+// TestPreemptionThroughTheAPI: a high-priority pod that fits nowhere evicts the least important pod it needs
+// gone (marked, deleted, a Preempted event), is nominated to the node, and is bound there once the victim is
+// gone; the other low-priority pod stays.
+func TestPreemptionThroughTheAPI(t *testing.T) {
+	e := start(t, nil)
+	e.node(e.c1, "n0", "2", "4Gi")
+	noGrace := func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = new(int64) }
+	e.pod(e.c1, "lo0", "900m", noGrace)
+	apitest.Eventually(t, "lo0 bound", e.bound(e.c1, "lo0"))
+	e.pod(e.c1, "lo1", "900m", noGrace)
+	apitest.Eventually(t, "lo1 bound", e.bound(e.c1, "lo1"))
+	high := int32(1000) // the API here has no admission steps: the priority Priority admission would resolve
+	e.pod(e.c1, "hi", "1", func(p *corev1.Pod) { p.Spec.Priority = &high })
+	apitest.Eventually(t, "hi bound to n0", func() bool { return e.get(e.c1, "hi").Spec.NodeName == "n0" })
+	left, err := e.c1.CoreV1().Pods("default").List(e.ctx, metav1.ListOptions{LabelSelector: "app=x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range left.Items {
+		names = append(names, p.Name)
+	}
+	// Both low pods are equally important and neither started: the later one (lo1, placed second) goes.
+	if got := strings.Join(names, ","); got != "hi,lo0" {
+		t.Fatalf("pods left %s, want hi,lo0 (one victim)", got)
+	}
+	apitest.Eventually(t, "a Preempted event for lo1", func() bool {
+		evs := e.events(e.c1, "lo1", "Preempted")
+		return len(evs) == 1 && evs[0].Message == "Preempted by pod on node n0"
+	})
+	if evs := e.events(e.c1, "hi", "FailedScheduling"); len(evs) != 1 || !strings.Contains(evs[0].Message, "preemption: nominated node n0.") {
+		t.Fatalf("hi's FailedScheduling events %v, want one naming the nominated node", evs)
+	}
+}

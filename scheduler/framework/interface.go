@@ -172,7 +172,8 @@ type Handle interface {
 	RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo, nominated []*PodInfo) *Status
 	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, pod *PodInfo, remove *PodInfo, node *NodeInfo) *Status
 	RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, pod *PodInfo, add *PodInfo, node *NodeInfo) *Status
-	// DeletePod deletes a preemption victim (gracefully, with a UID precondition).
+	// DeletePod deletes a preemption victim (gracefully, with a UID precondition). It may return before the
+	// deletion is stored; an error is one the deletion could not even start with.
 	DeletePod(ctx context.Context, cluster string, pod *corev1.Pod) error
 	// PodDisruptionBudgets are a cluster's PDBs, for preemption.
 	PodDisruptionBudgets(cluster string) []*policyv1.PodDisruptionBudget
