@@ -20,6 +20,14 @@ type CycleState struct {
 	// RunPreFilterPlugins before filtering starts; until then (filtersSet false) every Filter runs.
 	filters    []FilterPlugin
 	filtersSet bool
+	// extensions are the PreFilterExtensions of the PreFilter plugins that did not ask to be skipped (set with
+	// filters): when there are none, adding or removing a pod in a what-if changes nothing in the state.
+	extensions []namedExtensions
+}
+
+type namedExtensions struct {
+	name string
+	PreFilterExtensions
 }
 
 // StateData is a plugin's per-cycle data; Clone is used when preemption explores "what if" states.
@@ -56,7 +64,7 @@ func (c *CycleState) Read(key string) (StateData, bool) {
 
 // Clone copies the state (each plugin's data cloned).
 func (c *CycleState) Clone() *CycleState {
-	out := &CycleState{filters: c.filters, filtersSet: c.filtersSet}
+	out := &CycleState{filters: c.filters, filtersSet: c.filtersSet, extensions: c.extensions}
 	if p := c.data.Load(); p != nil {
 		m := make(map[string]StateData, len(*p))
 		for k, v := range *p {

@@ -34,7 +34,7 @@ type NodeInfo struct {
 
 // NewNodeInfo makes an empty NodeInfo for node (which may be nil while only pods are known).
 func NewNodeInfo(node *corev1.Node) *NodeInfo {
-	n := &NodeInfo{UsedPorts: HostPorts{}}
+	n := &NodeInfo{}
 	if node != nil {
 		n.SetNode(node)
 	}
@@ -77,7 +77,12 @@ func (n *NodeInfo) AddPod(pi *PodInfo) {
 	}
 	n.Requested.plus(&pi.Requests, 1)
 	n.NonZeroRequested.plus(&pi.NonZero, 1)
-	n.UsedPorts.add(pi.Pod, 1)
+	if len(pi.HostPorts) > 0 {
+		if n.UsedPorts == nil {
+			n.UsedPorts = HostPorts{}
+		}
+		n.UsedPorts.add(pi.HostPorts, 1)
+	}
 	n.Generation = nextGeneration()
 	n.PodSetGeneration = n.Generation
 }
@@ -117,7 +122,7 @@ func (n *NodeInfo) RemovePod(uid types.UID) error {
 	}
 	n.Requested.plus(&pi.Requests, -1)
 	n.NonZeroRequested.plus(&pi.NonZero, -1)
-	n.UsedPorts.add(pi.Pod, -1)
+	n.UsedPorts.add(pi.HostPorts, -1)
 	n.Generation = nextGeneration()
 	n.PodSetGeneration = n.Generation
 	return nil
@@ -161,8 +166,8 @@ type HostPort struct {
 // HostPorts counts the host ports the node's pods use.
 type HostPorts map[HostPort]int
 
-func (h HostPorts) add(pod *corev1.Pod, sign int) {
-	for _, p := range PodHostPorts(pod) {
+func (h HostPorts) add(ports []HostPort, sign int) {
+	for _, p := range ports {
 		h[p] += sign
 		if h[p] <= 0 {
 			delete(h, p)
@@ -171,6 +176,9 @@ func (h HostPorts) add(pod *corev1.Pod, sign int) {
 }
 
 func (h HostPorts) clone() HostPorts {
+	if len(h) == 0 {
+		return nil // AddPod makes the map when a pod with host ports comes
+	}
 	c := make(HostPorts, len(h))
 	for k, v := range h {
 		c[k] = v

@@ -69,7 +69,15 @@ func sumsOf(n *NodeInfo) nodeSums {
 		return out
 	}
 	return nodeSums{Pods: names(n.Pods), WithAffinity: names(n.PodsWithAffinity), WithRequiredAnti: names(n.PodsWithRequiredAntiAffinity),
-		Requested: dropZeroScalars(n.Requested), NonZero: dropZeroScalars(n.NonZeroRequested), Ports: n.UsedPorts}
+		Requested: dropZeroScalars(n.Requested), NonZero: dropZeroScalars(n.NonZeroRequested), Ports: portsOrEmpty(n.UsedPorts)}
+}
+
+// portsOrEmpty: a node whose pods never held a host port has no map at all.
+func portsOrEmpty(h HostPorts) HostPorts {
+	if h == nil {
+		return HostPorts{}
+	}
+	return h
 }
 
 // dropZeroScalars forgets extended resources summing to zero (a removed pod leaves its key at 0).

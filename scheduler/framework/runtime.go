@@ -91,29 +91,18 @@ func (f *Framework) RunPreFilterPlugins(ctx context.Context, state *CycleState, 
 			return skip, s.WithPlugin(p.Name())
 		}
 	}
-	state.Write(skipKey, skipped(skip))
-	state.filters, state.filtersSet = nil, true
+	state.filters, state.filtersSet, state.extensions = nil, true, nil
 	for _, p := range f.Filter {
 		if !skip.Has(p.Name()) {
 			state.filters = append(state.filters, p)
 		}
 	}
-	return skip, st
-}
-
-const skipKey = "framework/skip-filter"
-
-type skipped sets.Set[string]
-
-// Clone shares the set: it is never modified after PreFilter.
-func (s skipped) Clone() StateData { return s }
-
-// skippedIn is the set of plugins whose PreFilter asked to be skipped in this cycle.
-func skippedIn(state *CycleState) sets.Set[string] {
-	if d, ok := state.Read(skipKey); ok {
-		return sets.Set[string](d.(skipped))
+	for _, p := range f.PreFilter {
+		if e, ok := p.(PreFilterExtensions); ok && !skip.Has(p.Name()) {
+			state.extensions = append(state.extensions, namedExtensions{p.Name(), e})
+		}
 	}
-	return nil
+	return skip, st
 }
 
 // RunFilterPlugins runs the Filter plugins on one node; the first rejection wins.
@@ -149,7 +138,10 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 			continue
 		}
 		if with == nil {
-			with, withState = node.Clone(), state.Clone()
+			with, withState = node.Clone(), state
+			if !state.filtersSet || len(state.extensions) > 0 {
+				withState = state.Clone() // else no extension changes it: the filters only read it
+			}
 		}
 		with.AddPod(np)
 		if st := f.RunPreFilterExtensionAddPod(ctx, withState, pod, np, with); !st.IsSuccess() {
@@ -171,12 +163,9 @@ func podPriority(p *PodInfo) int32 {
 
 // RunPreFilterExtensionAddPod tells the PreFilter plugins that add runs on node (preemption's what-if).
 func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, pod *PodInfo, add *PodInfo, node *NodeInfo) *Status {
-	skip := skippedIn(state)
-	for _, p := range f.PreFilter {
-		if e, ok := p.(PreFilterExtensions); ok && !skip.Has(p.Name()) {
-			if s := e.AddPod(ctx, state, pod, add, node); !s.IsSuccess() {
-				return s.WithPlugin(p.Name())
-			}
+	for _, e := range f.extensionsIn(state) {
+		if s := e.AddPod(ctx, state, pod, add, node); !s.IsSuccess() {
+			return s.WithPlugin(e.name)
 		}
 	}
 	return nil
@@ -184,15 +173,27 @@ func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *Cycl
 
 // RunPreFilterExtensionRemovePod tells the PreFilter plugins that remove no longer runs on node.
 func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, pod *PodInfo, remove *PodInfo, node *NodeInfo) *Status {
-	skip := skippedIn(state)
-	for _, p := range f.PreFilter {
-		if e, ok := p.(PreFilterExtensions); ok && !skip.Has(p.Name()) {
-			if s := e.RemovePod(ctx, state, pod, remove, node); !s.IsSuccess() {
-				return s.WithPlugin(p.Name())
-			}
+	for _, e := range f.extensionsIn(state) {
+		if s := e.RemovePod(ctx, state, pod, remove, node); !s.IsSuccess() {
+			return s.WithPlugin(e.name)
 		}
 	}
 	return nil
+}
+
+// extensionsIn are the PreFilterExtensions the cycle of state runs: those chosen after PreFilter, else every
+// one (a state PreFilter has not run on).
+func (f *Framework) extensionsIn(state *CycleState) []namedExtensions {
+	if state.filtersSet {
+		return state.extensions
+	}
+	var out []namedExtensions
+	for _, p := range f.PreFilter {
+		if e, ok := p.(PreFilterExtensions); ok {
+			out = append(out, namedExtensions{p.Name(), e})
+		}
+	}
+	return out
 }
 
 // RunPostFilterPlugins runs the PostFilter plugins until one finds a way.

@@ -135,6 +135,8 @@ type PodInfo struct {
 	RequiredAntiAffinityTerms  []AffinityTerm
 	PreferredAffinityTerms     []WeightedAffinityTerm
 	PreferredAntiAffinityTerms []WeightedAffinityTerm
+	// HostPorts are the host ports the pod holds while it runs (PodHostPorts), nil for most pods.
+	HostPorts []HostPort
 }
 
 // NewPodInfo computes a pod's PodInfo; an error means its affinity terms cannot be parsed (validation should
@@ -149,6 +151,7 @@ func NewPodInfo(pod *corev1.Pod) (*PodInfo, error) {
 			corev1.ResourceMemory: *resourceQuantity(DefaultMemoryRequest, false),
 		}})
 	pi.NonZero = Resource{MilliCPU: nz.Cpu().MilliValue(), Memory: nz.Memory().Value()}
+	pi.HostPorts = PodHostPorts(pod)
 	a := pod.Spec.Affinity
 	if a == nil {
 		return pi, nil

@@ -77,7 +77,7 @@ func newNodePorts(runtime.Object, framework.Handle) (framework.Plugin, error) {
 func (nodePorts) Name() string { return NodePortsName }
 
 func (nodePorts) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ *framework.Snapshot) *framework.Status {
-	ports := framework.PodHostPorts(pod.Pod)
+	ports := pod.HostPorts
 	if len(ports) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
@@ -91,7 +91,7 @@ func (nodePorts) Filter(_ context.Context, state *framework.CycleState, pod *fra
 	if d, ok := state.Read(NodePortsName); ok {
 		ports = d.(nodePortsState)
 	} else {
-		ports = framework.PodHostPorts(pod.Pod)
+		ports = pod.HostPorts
 	}
 	for _, p := range ports {
 		if node.UsedPorts.Conflicts(p) {
