@@ -185,6 +185,15 @@ func (c *clusterCache) setNominated(pi *framework.PodInfo, node string) {
 	}
 }
 
+// nominatedNode is the node preemption nominated the pod to: the one this scheduler recorded, else the pod's
+// status.nominatedNodeName (set by a previous leader, or not yet seen back from the API).
+func (c *clusterCache) nominatedNode(pi *framework.PodInfo) string {
+	if n, ok := c.nominatedTo[pi.Pod.UID]; ok {
+		return n
+	}
+	return pi.Pod.Status.NominatedNodeName
+}
+
 // clearNominated forgets a pod's nomination, if it has one.
 func (c *clusterCache) clearNominated(uid types.UID) {
 	n, ok := c.nominatedTo[uid]

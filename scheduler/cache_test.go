@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -79,5 +80,43 @@ func TestNominationsMoveAndClear(t *testing.T) {
 	c.setNominated(a, "n3") // a displaced pod can be nominated again
 	if got := names("n3"); len(got) != 1 || c.nominatedTo["a"] != "n3" {
 		t.Fatalf("a nominated again: n3 %v, nominatedTo %q", got, c.nominatedTo["a"])
+	}
+}
+
+// TestNominatedNodeFirst: a pod nominated to a node that fits it goes there although another node scores
+// better; one nominated to a node that no longer fits, or to no known node, is placed by the ordinary search.
+func TestNominatedNodeFirst(t *testing.T) {
+	sim, err := NewSimulator(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := benchNode(0) // 4 CPU
+	big := benchNode(1)
+	big.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	sim.AddNode(small)
+	sim.AddNode(big)
+	place := func(i int, nominated string, cpu string) string {
+		t.Helper()
+		p := benchPod(i)
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+		p.Status.NominatedNodeName = nominated
+		node, msg, err := sim.Schedule(t.Context(), p)
+		if err != nil || node == "" {
+			t.Fatalf("pod %d: %q %q %v", i, node, msg, err)
+		}
+		return node
+	}
+	if got := place(0, "", "1"); got != big.Name {
+		t.Fatalf("without a nomination the pod went to %s, want the emptier %s", got, big.Name)
+	}
+	if got := place(1, small.Name, "1"); got != small.Name {
+		t.Fatalf("nominated to %s, the pod went to %s", small.Name, got)
+	}
+	if got := place(2, small.Name, "8"); got != big.Name {
+		t.Fatalf("nominated to %s, where it does not fit, the pod went to %s, want %s", small.Name, got, big.Name)
+	}
+	if got := place(3, "gone", "1"); got != big.Name {
+		t.Fatalf("nominated to an unknown node, the pod went to %s, want %s", got, big.Name)
 	}
 }

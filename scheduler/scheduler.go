@@ -454,6 +454,14 @@ func (s *Scheduler) schedulePod(ctx context.Context, fw *framework.Framework, c 
 		}
 		return r
 	}
+	// A pod preemption nominated to a node tries that node first, and takes it if it fits (upstream's
+	// evaluateNominatedNode): the room was made for it there, and this spares the search of every node.
+	if nom := c.nominatedNode(pi); nom != "" {
+		if n, ok := snap.Get(nom); ok && fw.RunFilterPluginsWithNominatedPods(ctx, state, pi, n, c.nominated[nom]).IsSuccess() {
+			r.node = nom
+			return r
+		}
+	}
 	percentage := *s.cfg.PercentageOfNodesToScore
 	want := numFeasibleNodesToFind(len(nodes), percentage)
 	feasible := make([]*framework.NodeInfo, want)

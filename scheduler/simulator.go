@@ -59,7 +59,8 @@ func (sim *Simulator) SetNamespaceLabels(ns string, l map[string]string) { sim.c
 
 // Schedule runs one scheduling cycle for a pending pod and, if a node fits, places the pod there (as the
 // scheduler assumes it). It returns the node, or "" and the FailedScheduling message (after preemption, if
-// the profile has it; victims are removed from the simulation and listed in Victims).
+// the profile has it; victims are removed from the simulation and listed in Victims, and the pod is nominated
+// to the node as the scheduler records it, so that its next cycle tries that node first).
 func (sim *Simulator) Schedule(ctx context.Context, pod *corev1.Pod) (node, message string, err error) {
 	fw, ok := sim.s.profiles[schedulerName(pod)]
 	if !ok {
@@ -78,6 +79,7 @@ func (sim *Simulator) Schedule(ctx context.Context, pod *corev1.Pod) (node, mess
 		bound.Spec.NodeName = res.node
 		bpi := *pi
 		bpi.Pod = bound
+		sim.c.clearNominated(pod.UID)
 		sim.c.assume(&bpi, res.node)
 		return res.node, "", nil
 	}
@@ -85,6 +87,8 @@ func (sim *Simulator) Schedule(ctx context.Context, pod *corev1.Pod) (node, mess
 	if len(fw.PostFilter) > 0 && res.statuses != nil {
 		post, st := fw.RunPostFilterPlugins(ctx, res.state, pi, res.snap, res.statuses)
 		if post != nil && post.NominatedNodeName != "" {
+			sim.c.displaceNominated(post.NominatedNodeName, podPriority(pod))
+			sim.c.setNominated(pi, post.NominatedNodeName) // as the scheduler records it
 			msg += " preemption: nominated node " + post.NominatedNodeName + "."
 		} else if st != nil {
 			msg += " " + st.Message()
