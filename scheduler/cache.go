@@ -26,7 +26,7 @@ type clusterCache struct {
 	snap *framework.Snapshot
 	pods map[types.UID]*cachedPod
 	// nominated are pending pods preemption made room for, by node; nominatedTo is each one's node.
-	nominated   map[string][]*framework.PodInfo
+	nominated   map[string][]framework.Nominee
 	nominatedTo map[types.UID]string
 	nsLabels  map[string]labels.Set
 	// next is where the next cycle starts looking (round robin over nodes, as upstream).
@@ -44,7 +44,7 @@ type cachedPod struct {
 
 func newClusterCache(id string) *clusterCache {
 	return &clusterCache{id: id, nodes: map[string]*framework.NodeInfo{}, pods: map[types.UID]*cachedPod{},
-		nominated: map[string][]*framework.PodInfo{}, nominatedTo: map[types.UID]string{}, nsLabels: map[string]labels.Set{}}
+		nominated: map[string][]framework.Nominee{}, nominatedTo: map[types.UID]string{}, nsLabels: map[string]labels.Set{}}
 }
 
 // nodeInfo is the NodeInfo of a node, made on demand (pods can be seen before their node).
@@ -180,7 +180,7 @@ func (c *clusterCache) forget(uid types.UID) {
 func (c *clusterCache) setNominated(pi *framework.PodInfo, node string) {
 	c.clearNominated(pi.Pod.UID)
 	if node != "" {
-		c.nominated[node] = append(c.nominated[node], pi)
+		c.nominated[node] = append(c.nominated[node], framework.NewNominee(pi))
 		c.nominatedTo[pi.Pod.UID] = node
 	}
 }
@@ -202,7 +202,7 @@ func (c *clusterCache) clearNominated(uid types.UID) {
 	}
 	delete(c.nominatedTo, uid)
 	list := c.nominated[n]
-	if i := slices.IndexFunc(list, func(p *framework.PodInfo) bool { return p.Pod.UID == uid }); i >= 0 {
+	if i := slices.IndexFunc(list, func(p framework.Nominee) bool { return p.UID == uid }); i >= 0 {
 		list = slices.Delete(list, i, i+1)
 	}
 	if len(list) == 0 {
@@ -218,9 +218,9 @@ func (c *clusterCache) displaceNominated(node string, priority int32) []*corev1.
 	var out []*corev1.Pod
 	keep := c.nominated[node][:0]
 	for _, p := range c.nominated[node] {
-		if podPriority(p.Pod) < priority {
-			out = append(out, p.Pod)
-			delete(c.nominatedTo, p.Pod.UID)
+		if p.Priority < priority {
+			out = append(out, p.Info.Pod)
+			delete(c.nominatedTo, p.UID)
 		} else {
 			keep = append(keep, p)
 		}
@@ -237,7 +237,7 @@ func (c *clusterCache) displaceNominated(node string, priority int32) []*corev1.
 func (c *clusterCache) snapshot() *framework.Snapshot {
 	if c.dirty || c.snap == nil {
 		c.snap = framework.NewSnapshot(c.id, c.list(), c.namespaceLabels)
-		c.snap.Nominated = func(node string) []*framework.PodInfo { return c.nominated[node] } // read under c.mu
+		c.snap.Nominated = func(node string) []framework.Nominee { return c.nominated[node] } // read under c.mu
 	}
 	return c.snap
 }

@@ -36,7 +36,7 @@ func TestDisplaceNominated(t *testing.T) {
 	}
 	var left []string
 	for _, p := range c.nominated["n1"] {
-		left = append(left, p.Pod.Name)
+		left = append(left, p.Info.Pod.Name)
 	}
 	if len(left) != 2 || left[0] != "equal" || left[1] != "high" || len(c.nominated["n2"]) != 1 {
 		t.Fatalf("nominated after: n1 %v, n2 %d", left, len(c.nominated["n2"]))
@@ -59,7 +59,7 @@ func TestNominationsMoveAndClear(t *testing.T) {
 	c.setNominated(a, "n2")
 	names := func(node string) (out []string) {
 		for _, p := range c.nominated[node] {
-			out = append(out, p.Pod.Name)
+			out = append(out, p.Info.Pod.Name)
 		}
 		return out
 	}

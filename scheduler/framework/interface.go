@@ -177,7 +177,7 @@ type EnqueueExtensions interface {
 type Handle interface {
 	RunFilterPlugins(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status
 	// RunFilterPluginsWithNominatedPods runs them counting the pods nominated to the node (Snapshot.Nominated).
-	RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo, nominated []*PodInfo) *Status
+	RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo, nominated []Nominee) *Status
 	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, pod *PodInfo, remove *PodInfo, node *NodeInfo) *Status
 	RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, pod *PodInfo, add *PodInfo, node *NodeInfo) *Status
 	// DeletePod deletes a preemption victim (gracefully, with a UID precondition). It may return before the

@@ -126,7 +126,7 @@ func (f *Framework) RunFilterPlugins(ctx context.Context, state *CycleState, pod
 // the outcome is the same either way, and the plain pass first spares the copy of the node and the cycle state
 // that the other needs wherever the node rejects the pod anyway (on full nodes, while preemption is busy, every
 // node).
-func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo, nominated []*PodInfo) *Status {
+func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo, nominated []Nominee) *Status {
 	if st := f.RunFilterPlugins(ctx, state, pod, node); !st.IsSuccess() || len(nominated) == 0 {
 		return st
 	}
@@ -134,7 +134,7 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 	var with *NodeInfo
 	var withState *CycleState
 	for _, np := range nominated {
-		if np.Pod.UID == pod.Pod.UID || podPriority(np) < prio {
+		if np.Priority < prio || np.UID == pod.Pod.UID {
 			continue
 		}
 		if with == nil {
@@ -143,8 +143,8 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 				withState = state.Clone() // else no extension changes it: the filters only read it
 			}
 		}
-		with.AddPod(np)
-		if st := f.RunPreFilterExtensionAddPod(ctx, withState, pod, np, with); !st.IsSuccess() {
+		with.AddPod(np.Info)
+		if st := f.RunPreFilterExtensionAddPod(ctx, withState, pod, np.Info, with); !st.IsSuccess() {
 			return st
 		}
 	}

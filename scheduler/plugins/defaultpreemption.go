@@ -195,7 +195,7 @@ func dpOffset(uid string, n int) int {
 // candidates including one that violates no PDB. Candidates violating no PDB come first. statuses are the
 // verdicts of the nodes that are not candidates.
 func (p *defaultPreemption) dryRun(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, potential []*framework.NodeInfo,
-	pdbs []*policyv1.PodDisruptionBudget, nominated func(node string) []*framework.PodInfo) ([]dpCandidate, framework.NodeToStatus, error) {
+	pdbs []*policyv1.PodDisruptionBudget, nominated func(node string) []framework.Nominee) ([]dpCandidate, framework.NodeToStatus, error) {
 	want := p.numCandidates(len(potential))
 	offset := dpOffset(string(pod.Pod.UID), len(potential))
 	statuses := framework.NodeToStatus{}
@@ -245,7 +245,7 @@ func (p *defaultPreemption) dryRun(ctx context.Context, state *framework.CycleSt
 // counts the pods nominated to the node with at least the pod's priority, as the filters did (upstream's
 // RunFilterPluginsWithNominatedPods): otherwise room already promised to a nominee looks free.
 func (p *defaultPreemption) selectVictims(ctx context.Context, state *framework.CycleState, pod *framework.PodInfo, node *framework.NodeInfo,
-	pdbs []*policyv1.PodDisruptionBudget, nominated []*framework.PodInfo) dpResult {
+	pdbs []*policyv1.PodDisruptionBudget, nominated []framework.Nominee) dpResult {
 	prio := corev1helpers.PodPriority(pod.Pod)
 	var potential []*framework.PodInfo
 	for _, pi := range node.Pods {

@@ -271,13 +271,13 @@ func TestDefaultPreemption(t *testing.T) {
 			fw := fxFramework(t, src, fxPreemptionPlugins(nil)...)
 			snap := fxSnapshot(tc.nodes(t)...)
 			if tc.nominees != nil {
-				infos := map[string][]*framework.PodInfo{}
+				infos := map[string][]framework.Nominee{}
 				for n, pods := range tc.nominees {
 					for _, p := range pods {
-						infos[n] = append(infos[n], fxInfo(t, p))
+						infos[n] = append(infos[n], framework.NewNominee(fxInfo(t, p)))
 					}
 				}
-				snap.Nominated = func(n string) []*framework.PodInfo { return infos[n] }
+				snap.Nominated = func(n string) []framework.Nominee { return infos[n] }
 			}
 			node, st := fxPreempt(t, fw, fxInfo(t, tc.pod), snap)
 			if got := fxReasons(st); got != tc.wantStatus {

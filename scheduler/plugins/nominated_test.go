@@ -42,11 +42,11 @@ func TestFilterWithNominatedPods(t *testing.T) {
 			fw := fxFramework(t, &fxSource{}, fxPlugin{name: NodeResourcesFitName}, fxPlugin{name: InterPodAffinityName})
 			node := fxNodeInfo(t, fxNode("n1", 4000), tc.existing...)
 			snap := fxSnapshot(node)
-			var nominees []*framework.PodInfo
+			var nominees []framework.Nominee
 			for _, p := range tc.nominees {
-				nominees = append(nominees, fxInfo(t, p))
+				nominees = append(nominees, framework.NewNominee(fxInfo(t, p)))
 			}
-			snap.Nominated = func(string) []*framework.PodInfo { return nominees }
+			snap.Nominated = func(string) []framework.Nominee { return nominees }
 			_, statuses, feasible, st := fxFilter(t, fw, tc.pod.info(t), snap)
 			if st != nil {
 				t.Fatalf("PreFilter: %s", fxReasons(st))
