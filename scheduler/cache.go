@@ -28,7 +28,7 @@ type clusterCache struct {
 	// nominated are pending pods preemption made room for, by node; nominatedTo is each one's node.
 	nominated   map[string][]framework.Nominee
 	nominatedTo map[types.UID]string
-	nsLabels  map[string]labels.Set
+	nsLabels    map[string]labels.Set
 	// next is where the next cycle starts looking (round robin over nodes, as upstream).
 	next int
 	// stale marks entries not seen since the last Reset of their collection.

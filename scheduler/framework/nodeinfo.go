@@ -245,10 +245,18 @@ type Nominee struct {
 	UID      types.UID
 	Priority int32
 	Info     *PodInfo
+	uidHash  uint64
 }
 
 // NewNominee is pi as a Nominee.
-func NewNominee(pi *PodInfo) Nominee { return Nominee{UID: pi.Pod.UID, Priority: podPriority(pi), Info: pi} }
+func NewNominee(pi *PodInfo) Nominee {
+	return Nominee{UID: pi.Pod.UID, Priority: podPriority(pi), Info: pi, uidHash: pi.uidKey()}
+}
+
+// is reports whether the nominee is pod (comparing UIDs only when their hashes agree).
+func (n *Nominee) is(pod *PodInfo, podHash uint64) bool {
+	return n.uidHash == podHash && n.UID == pod.Pod.UID
+}
 
 // Snapshot is the scheduler's view of one cluster during a scheduling cycle.
 type Snapshot struct {

@@ -130,11 +130,12 @@ func (f *Framework) RunFilterPluginsWithNominatedPods(ctx context.Context, state
 	if st := f.RunFilterPlugins(ctx, state, pod, node); !st.IsSuccess() || len(nominated) == 0 {
 		return st
 	}
-	prio := podPriority(pod)
+	prio, self := podPriority(pod), pod.uidKey()
 	var with *NodeInfo
 	var withState *CycleState
-	for _, np := range nominated {
-		if np.Priority < prio || np.UID == pod.Pod.UID {
+	for i := range nominated {
+		np := &nominated[i]
+		if np.Priority < prio || np.is(pod, self) {
 			continue
 		}
 		if with == nil {

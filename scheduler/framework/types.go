@@ -2,11 +2,13 @@ package framework
 
 import (
 	"fmt"
+	"hash/maphash"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
@@ -137,6 +139,20 @@ type PodInfo struct {
 	PreferredAntiAffinityTerms []WeightedAffinityTerm
 	// HostPorts are the host ports the pod holds while it runs (PodHostPorts), nil for most pods.
 	HostPorts []HostPort
+	// uidHash is a hash of the pod's UID, to tell it from a Nominee without reading the nominee's UID.
+	uidHash uint64
+}
+
+var uidSeed = maphash.MakeSeed()
+
+func hashUID(uid types.UID) uint64 { return maphash.String(uidSeed, string(uid)) }
+
+// uidKey is the pod's UID hash (computed now for a PodInfo not made by NewPodInfo).
+func (pi *PodInfo) uidKey() uint64 {
+	if pi.uidHash == 0 {
+		return hashUID(pi.Pod.UID)
+	}
+	return pi.uidHash
 }
 
 // NewPodInfo computes a pod's PodInfo; an error means its affinity terms cannot be parsed (validation should
@@ -152,6 +168,7 @@ func NewPodInfo(pod *corev1.Pod) (*PodInfo, error) {
 		}})
 	pi.NonZero = Resource{MilliCPU: nz.Cpu().MilliValue(), Memory: nz.Memory().Value()}
 	pi.HostPorts = PodHostPorts(pod)
+	pi.uidHash = hashUID(pod.UID)
 	a := pod.Spec.Affinity
 	if a == nil {
 		return pi, nil

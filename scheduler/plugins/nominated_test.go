@@ -30,11 +30,11 @@ func TestFilterWithNominatedPods(t *testing.T) {
 			pod: fxPod("p").prio(10).cpu(2000), existing: []*corev1.Pod{fxPod("e").cpu(3000).obj()},
 			nominees: []*corev1.Pod{fxPod("n").prio(5).cpu(100).obj()}, want: "Unschedulable: Insufficient cpu"},
 		{name: "affinity met only by a nominee is not met",
-			pod: fxPod("p").prio(10).cpu(100).podAffinity(corev1.LabelHostname, "app", "web"),
+			pod:      fxPod("p").prio(10).cpu(100).podAffinity(corev1.LabelHostname, "app", "web"),
 			nominees: []*corev1.Pod{fxPod("w").label("app", "web").prio(10).cpu(100).obj()},
-			want: "UnschedulableAndUnresolvable: node(s) didn't match pod affinity rules"},
+			want:     "UnschedulableAndUnresolvable: node(s) didn't match pod affinity rules"},
 		{name: "affinity met by a running pod, room left beside the nominee",
-			pod: fxPod("p").prio(10).cpu(1000).podAffinity(corev1.LabelHostname, "app", "web"),
+			pod:      fxPod("p").prio(10).cpu(1000).podAffinity(corev1.LabelHostname, "app", "web"),
 			existing: []*corev1.Pod{web("w")}, nominees: []*corev1.Pod{fxPod("n").prio(10).cpu(1000).obj()}},
 	}
 	for _, tc := range tests {
