@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,6 +110,9 @@ func (r *agentRunner) hollowRep(ctx context.Context, hollowPID int, out *AgentHo
 		running, live, _ := pt.counts()
 		if time.Since(logged) >= 10*time.Second {
 			r.log.Info("hollow pods", "rep", out.Rep, "created", live, "running", running, "of", out.Pods)
+			if live >= out.Pods && running < out.Pods {
+				r.log.Info("hollow pods not Running yet", "rep", out.Rep, "oldest", strings.Join(pt.notRunning(3), "; "))
+			}
 			logged = time.Now()
 		}
 		return running >= out.Pods

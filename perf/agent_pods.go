@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 // Running (every container started) and deleted.
 type podTimer struct {
 	stop chan struct{}
+	inf  cache.SharedIndexInformer
 
 	mu                      sync.Mutex // guards the maps and deleted
 	added, bound, running   map[string]time.Time
@@ -44,6 +46,7 @@ func newPodTimer(ctx context.Context, cs kubernetes.Interface, ns string) (*podT
 	if err != nil {
 		return nil, err
 	}
+	pt.inf = inf
 	go inf.Run(pt.stop)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		close(pt.stop)
@@ -53,6 +56,35 @@ func newPodTimer(ctx context.Context, cs kubernetes.Interface, ns string) (*podT
 }
 
 func (pt *podTimer) Stop() { close(pt.stop) }
+
+// notRunning describes up to n pods not seen Running yet, oldest first: where they are and what their status
+// says (for the progress log, which otherwise shows only counts when a few pods lag behind).
+func (pt *podTimer) notRunning(n int) []string {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	var lag []*corev1.Pod
+	for _, o := range pt.inf.GetStore().List() {
+		if p := o.(*corev1.Pod); pt.running[p.Name].IsZero() {
+			lag = append(lag, p)
+		}
+	}
+	sort.Slice(lag, func(i, j int) bool { return pt.added[lag[i].Name].Before(pt.added[lag[j].Name]) })
+	var out []string
+	for _, p := range lag[:min(n, len(lag))] {
+		why := string(p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				why += fmt.Sprintf(" %s=%s(%s)", c.Type, c.Status, c.Reason)
+			}
+		}
+		if p.DeletionTimestamp != nil {
+			why += " deleting"
+		}
+		out = append(out, fmt.Sprintf("%s on %q for %s: %s", p.Name, p.Spec.NodeName,
+			time.Since(pt.added[p.Name]).Round(time.Second), why))
+	}
+	return out
+}
 
 func (pt *podTimer) see(p *corev1.Pod, add bool) {
 	now := time.Now()
