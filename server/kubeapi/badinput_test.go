@@ -85,9 +85,19 @@ func (env *testEnv) storeRev(t *testing.T) int64 {
 // create posts a JSON object and requires 201.
 func (env *testEnv) rawCreate(t *testing.T, path, body string) map[string]any {
 	t.Helper()
-	resp := env.rawDo(t, http.MethodPost, path, "application/json", strings.NewReader(body))
-	if resp.code != http.StatusCreated {
-		t.Fatalf("create %s: %d %s", path, resp.code, resp.body)
+	return env.rawObject(t, http.MethodPost, path, "application/json", body, http.StatusCreated)
+}
+
+// rawObject sends one raw request, requires the code want and decodes the object answered.
+func (env *testEnv) rawObject(t *testing.T, method, path, contentType, body string, want int) map[string]any {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	resp := env.rawDo(t, method, path, contentType, r)
+	if resp.code != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.code, resp.body, want)
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(resp.body, &obj); err != nil {

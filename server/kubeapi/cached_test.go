@@ -372,24 +372,11 @@ func TestUpdatesStartFromTheCacheAndConfirmWithTheStore(t *testing.T) {
 
 	patch := func(pt, body string) map[string]any {
 		t.Helper()
-		resp := env.rawDo(t, http.MethodPatch, rawCMs+"/cm", pt, strings.NewReader(body))
-		if resp.code != http.StatusOK {
-			t.Fatalf("patch %s: %d %s", body, resp.code, resp.body)
-		}
-		var obj map[string]any
-		if err := json.Unmarshal(resp.body, &obj); err != nil {
-			t.Fatal(err)
-		}
-		return obj
+		return env.rawObject(t, http.MethodPatch, rawCMs+"/cm", pt, body, http.StatusOK)
 	}
 	get := func() map[string]any {
 		t.Helper()
-		resp := env.rawDo(t, http.MethodGet, rawCMs+"/cm", "", nil)
-		var obj map[string]any
-		if err := json.Unmarshal(resp.body, &obj); err != nil {
-			t.Fatal(err)
-		}
-		return obj
+		return env.rawObject(t, http.MethodGet, rawCMs+"/cm", "", "", http.StatusOK)
 	}
 	merge := "application/merge-patch+json"
 	patch(merge, `{"data":{"a":"1"}}`)
@@ -409,7 +396,7 @@ func TestUpdatesStartFromTheCacheAndConfirmWithTheStore(t *testing.T) {
 	}
 	// A PUT at the revision the cache holds is a conflict: the store moved on.
 	stale := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","resourceVersion":"` +
-		strconv.FormatInt(cachedRevision(t, env, "configmaps", "cm"), 10) + `"},"data":{"z":"1"}}`
+		strconv.FormatInt(cachedRevision(t, env, "cm"), 10) + `"},"data":{"z":"1"}}`
 	env.rawDo(t, http.MethodPut, rawCMs+"/cm", "application/json", strings.NewReader(stale)).
 		wantStatus(t, http.StatusConflict, metav1.StatusReasonConflict)
 	// A PUT at the store's revision works, though the cache does not have that revision.
@@ -421,16 +408,20 @@ func TestUpdatesStartFromTheCacheAndConfirmWithTheStore(t *testing.T) {
 	}
 }
 
-// cachedRevision is the revision of an object in the c1 collection of res of env's cache.
-func cachedRevision(t *testing.T, env *testEnv, res, name string) int64 {
+// cachedRevision is the revision of ConfigMap name in the c1 collection of env's cache.
+func cachedRevision(t *testing.T, env *testEnv, name string) int64 {
 	t.Helper()
-	col := env.api.cache.Peek(watchcache.Kind{Cluster: "c1", Resource: res, Type: "/v1, Kind=ConfigMap"})
+	res, ok := env.api.cfg.Registry.Lookup(corev1.SchemeGroupVersion.WithResource("configmaps"))
+	if !ok {
+		t.Fatal("no configmaps in the registry")
+	}
+	col := env.api.cache.Peek(cacheKind("c1", res))
 	if col == nil {
-		t.Fatalf("no running collection of %s", res)
+		t.Fatal("no running collection of configmaps")
 	}
 	e, ok, _ := col.Get("default", name)
 	if !ok {
-		t.Fatalf("%s/%s is not in the cache", res, name)
+		t.Fatalf("configmap %s is not in the cache", name)
 	}
 	return e.Revision
 }

@@ -2,7 +2,6 @@ package kubeapi
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -167,29 +166,14 @@ func (rq *request) serveBinding() error {
 // subresources that change fields the main resource may not, like pods/binding), retrying lost races. Its
 // callers answer a Status, so the written object is not decoded again.
 func (rq *request) rawUpdateLoop(mutate func(old runtime.Object) (runtime.Object, error)) error {
-	for attempt := 0; ; attempt++ {
-		b, err := rq.updateBase(attempt, 0)
-		if err != nil {
-			return err
-		}
+	return rq.casLoop(0, func(b updateBase) (bool, error) {
 		obj, err := mutate(b.obj.DeepCopyObject())
-		if err == nil {
-			var unchanged bool
-			if _, unchanged, err = rq.storeWrite(obj, b.obj, b.rev, false); err == nil && !(b.cached && unchanged) {
-				return nil
-			}
+		if err != nil {
+			return false, err
 		}
-		if b.cached && (err == nil || !errors.Is(err, errRetry)) {
-			continue // a no-op or a refusal computed from the cache's copy: confirm it with the store's
-		}
-		if errors.Is(err, errRetry) && rq.retryAfterConflict(attempt) {
-			continue
-		}
-		if errors.Is(err, errRetry) {
-			return storeConflict(rq)
-		}
-		return err
-	}
+		_, unchanged, err := rq.storeWrite(obj, b.obj, b.rev, false)
+		return unchanged, err
+	})
 }
 
 // setPodScheduled sets the pod's PodScheduled condition to True.

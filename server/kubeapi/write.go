@@ -204,21 +204,36 @@ func (rq *request) update() error {
 // updateLoop reads the stored object, computes the new one with mutate and writes it with compare-and-swap. With
 // expect > 0 a stale revision is a 409; with expect == 0 (unconditional) a lost race is retried.
 func (rq *request) updateLoop(expect int64, mutate func(old runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	var out runtime.Object
+	err := rq.casLoop(expect, func(b updateBase) (noop bool, err error) {
+		obj, err := mutate(b.obj.DeepCopyObject())
+		if err != nil {
+			return false, err
+		}
+		out, err = rq.updateObject(obj, b.obj, b.rev)
+		return out == b.obj, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// casLoop runs write on the stored state (updateBase) until it succeeds, retrying lost races (expect == 0) or
+// answering 409 (expect > 0, the client's revision). write reports a no-op: one computed from the cache's copy,
+// like a refusal computed from it, is confirmed against the store's state before it is answered.
+func (rq *request) casLoop(expect int64, write func(b updateBase) (noop bool, err error)) error {
 	for attempt := 0; ; attempt++ {
 		b, err := rq.updateBase(attempt, expect)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if expect > 0 && expect != b.rev {
-			return nil, storeError(store.ErrConflict, rq.gr(), rq.info.name)
+			return storeConflict(rq)
 		}
-		obj, err := mutate(b.obj.DeepCopyObject())
-		if err == nil {
-			var out runtime.Object
-			out, err = rq.updateObject(obj, b.obj, b.rev)
-			if err == nil && !(b.cached && out == b.obj) {
-				return out, nil
-			}
+		noop, err := write(b)
+		if err == nil && !(b.cached && noop) {
+			return nil
 		}
 		if b.cached && (err == nil || !errors.Is(err, errRetry)) {
 			continue // a no-op or a refusal computed from the cache's copy: confirm it with the store's
@@ -227,9 +242,9 @@ func (rq *request) updateLoop(expect int64, mutate func(old runtime.Object) (run
 			continue
 		}
 		if errors.Is(err, errRetry) {
-			return nil, storeError(store.ErrConflict, rq.gr(), rq.info.name)
+			return storeConflict(rq)
 		}
-		return nil, err
+		return err
 	}
 }
 
