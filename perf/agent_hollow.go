@@ -51,8 +51,12 @@ func (r *agentRunner) hollow(ctx context.Context) {
 	}
 	r.log.Info("starting hollow nodes", "count", r.cfg.HollowNodes)
 	t0 := time.Now()
-	h, err := startAgent("hollow", r.bin, "", filepath.Join(dir, "agent.log"), "--server", r.srv.base, "--token", jt,
-		"--node-name", "hollow", "--data-dir", dir, "--log-level", "warn", "--hollow", strconv.Itoa(r.cfg.HollowNodes))
+	args := []string{"--server", r.srv.base, "--token", jt, "--node-name", "hollow", "--data-dir", dir, "--log-level", "warn",
+		"--hollow", strconv.Itoa(r.cfg.HollowNodes)}
+	if addr := os.Getenv("PERF_HOLLOW_DEBUG_LISTEN"); addr != "" { // profile the hollow agent: go tool pprof http://<addr>/debug/pprof/profile
+		args = append(args, "--debug-listen", addr)
+	}
+	h, err := startAgent("hollow", r.bin, "", filepath.Join(dir, "agent.log"), args...)
 	if err != nil {
 		fail(err)
 		return

@@ -77,6 +77,8 @@ type Node struct {
 	node *corev1.Node
 	// reported is when the status was last posted.
 	reported time.Time
+	// lease is the Lease as last written (nil: read it before the next renewal).
+	lease *coordinationv1.Lease
 }
 
 // NewNode returns a Node for the cluster behind cs (a client with the node's credential).
@@ -183,7 +185,9 @@ func (n *Node) Run(ctx context.Context) {
 func (n *Node) postStatus(ctx context.Context, h Host, force bool) error {
 	now := n.cfg.Clock.Now()
 	if !force {
-		cur, err := n.cs.CoreV1().Nodes().Get(ctx, n.cfg.Name, metav1.GetOptions{})
+		// As upstream's kubelet: the first read may come from the server's cache (resourceVersion 0); a
+		// conflict then reads the store.
+		cur, err := n.cs.CoreV1().Nodes().Get(ctx, n.cfg.Name, metav1.GetOptions{ResourceVersion: "0"})
 		if err != nil {
 			return fmt.Errorf("kubelet: node status: %w", err)
 		}
@@ -264,24 +268,35 @@ func (n *Node) setStatus(st *corev1.NodeStatus, h Host, now time.Time) {
 }
 
 // renewLease renews the node's Lease in kube-node-lease, creating it (owned by the Node, so it goes with it)
-// when missing.
+// when missing. As upstream's lease controller it writes over the Lease it last wrote, without reading it
+// first: a renewal is one PUT, and only a failed one (a conflict: someone else wrote the Lease; or anything
+// else) makes the next renewal read the Lease again.
 func (n *Node) renewLease(ctx context.Context) error {
 	leases := n.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	now := metav1.NewMicroTime(n.cfg.Clock.Now())
-	lease, err := leases.Get(ctx, n.cfg.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		secs := int32(n.cfg.LeaseDuration / time.Second)
-		_, err = leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: n.cfg.Name, Namespace: corev1.NamespaceNodeLease,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.node.Name, UID: n.node.UID}}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &n.cfg.Name, LeaseDurationSeconds: &secs, RenewTime: &now}},
-			metav1.CreateOptions{})
-		return err
+	if n.lease == nil {
+		lease, err := leases.Get(ctx, n.cfg.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			secs := int32(n.cfg.LeaseDuration / time.Second)
+			n.lease, err = leases.Create(ctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: n.cfg.Name, Namespace: corev1.NamespaceNodeLease,
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.node.Name, UID: n.node.UID}}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &n.cfg.Name, LeaseDurationSeconds: &secs, RenewTime: &now}},
+				metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		n.lease = lease
 	}
+	next := n.lease.DeepCopy()
+	next.Spec.RenewTime = &now
+	out, err := leases.Update(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
+		n.lease = nil
 		return err
 	}
-	lease.Spec.RenewTime = &now
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	return err
+	n.lease = out
+	return nil
 }

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -194,5 +195,85 @@ func TestNodeCannotRegisterAnother(t *testing.T) {
 	}
 	if err := n.Register(t.Context()); !apierrors.IsForbidden(err) {
 		t.Fatalf("node n1 registering node n2: %v, want Forbidden", err)
+	}
+}
+
+// countingTransport counts a client's requests by method and path.
+type countingTransport struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n[r.Method+" "+r.URL.Path]++
+	c.mu.Unlock()
+	return c.next.RoundTrip(r)
+}
+
+func (c *countingTransport) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.n
+	c.n = map[string]int{}
+	return out
+}
+
+// TestLeaseRenewalWritesWithoutReading: as upstream's lease controller, a renewal writes over the Lease last
+// written (one PUT); after a failed renewal (someone else wrote the Lease) the next one reads it again.
+func TestLeaseRenewalWritesWithoutReading(t *testing.T) {
+	api, _ := apitest.New(t)
+	admin := apitest.Admin(t, api, "c1")
+	rc := api.LocalConfig("c1", kubeapi.User{Name: "system:node:n1", Groups: []string{"system:nodes", "system:authenticated"}})
+	counter := &countingTransport{next: rc.Transport, n: map[string]int{}}
+	rc.Transport = counter
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	n, err := NewNode(cs, NodeConfig{Name: "n1", Host: newFakeHost().read, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	const path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1"
+	prefix := kubeapi.Prefix("c1")
+	counter.take()
+	for range 3 {
+		clk.Step(10 * time.Second)
+		if err := n.renewLease(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counter.take(); got["PUT "+prefix+path] != 3 || got["GET "+prefix+path] != 0 || len(got) != 1 {
+		t.Fatalf("three renewals made %v, want three PUTs and nothing else", got)
+	}
+	lease, err := admin.CoordinationV1().Leases("kube-node-lease").Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil || !lease.Spec.RenewTime.Time.Equal(clk.Now().Truncate(time.Microsecond)) {
+		t.Fatalf("lease after three renewals: %v %v, want renewed at %v", lease.Spec.RenewTime, err, clk.Now())
+	}
+	// Someone else writes the Lease: the next renewal conflicts, the one after reads it and succeeds.
+	lease.Labels = map[string]string{"touched": "yes"}
+	if _, err := admin.CoordinationV1().Leases("kube-node-lease").Update(t.Context(), lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(10 * time.Second)
+	if err := n.renewLease(t.Context()); !apierrors.IsConflict(err) {
+		t.Fatalf("renewal over a Lease changed meanwhile: %v, want a conflict", err)
+	}
+	clk.Step(10 * time.Second)
+	if err := n.renewLease(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.take(); got["PUT "+prefix+path] != 2 || got["GET "+prefix+path] != 1 {
+		t.Fatalf("a conflict and a renewal made %v, want two PUTs and one GET", got)
+	}
+	after, _ := admin.CoordinationV1().Leases("kube-node-lease").Get(t.Context(), "n1", metav1.GetOptions{})
+	if after.Labels["touched"] != "yes" || !after.Spec.RenewTime.Time.Equal(clk.Now().Truncate(time.Microsecond)) {
+		t.Fatalf("lease after the re-read: labels %v, renewed %v", after.Labels, after.Spec.RenewTime)
 	}
 }

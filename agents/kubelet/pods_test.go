@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -338,5 +339,50 @@ func TestPodReadinessProbeAndAdoption(t *testing.T) {
 	}
 	if p := e.pod("probed"); p.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Fatalf("restartCount %d after an agent restart", p.Status.ContainerStatuses[0].RestartCount)
+	}
+}
+
+// TestPodStatusPatch: the kubelet PATCHes the pod status from the newest copy it knows, so it never overwrites
+// the conditions others own, puts back its own fields when someone else changed them, and a patch for another
+// pod of the same name (another UID) changes nothing.
+func TestPodStatusPatch(t *testing.T) {
+	e := newPodEnv(t)
+	e.create(simple("p", corev1.RestartPolicyAlways))
+	p := e.until("Ready", func(p *corev1.Pod) bool { return podCondition(p, corev1.PodReady) == corev1.ConditionTrue }, "p")
+
+	// Someone else adds a condition of their own and changes one of the kubelet's fields.
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget,
+		Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", LastTransitionTime: metav1.Now()})
+	p.Status.HostIP, p.Status.HostIPs = "10.9.9.9", []corev1.HostIP{{IP: "10.9.9.9"}}
+	if _, err := e.admin.CoreV1().Pods("default").UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.until("the kubelet's own field put back", func(p *corev1.Pod) bool { return p.Status.HostIP == "10.0.0.5" }, "p")
+
+	// The container exits: the restart is reported and the other condition stays.
+	if err := e.rt.Exit(e.running("app"), 1, "Error", ""); err != nil {
+		t.Fatal(err)
+	}
+	p = e.until("restarted", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].State.Running != nil
+	}, "p")
+	if podCondition(p, corev1.DisruptionTarget) != corev1.ConditionTrue || len(p.Status.Conditions) != 5 {
+		t.Fatalf("conditions after the kubelet's writes: %+v", p.Status.Conditions)
+	}
+
+	// A patch made for another pod of this name (another UID) is refused and changes nothing.
+	next := ownStatus(p.Status)
+	next.Phase = corev1.PodFailed
+	patch, err := statusPatch("another-uid", ownStatus(p.Status), next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.node.CoreV1().Pods("default").Patch(t.Context(), "p", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) {
+		t.Fatalf("a status patch with another UID: %v, want a conflict or invalid", err)
+	}
+	if after := e.pod("p"); after.Status.Phase != corev1.PodRunning {
+		t.Fatalf("the refused patch changed the pod: %+v", after.Status)
 	}
 }

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -29,6 +32,7 @@ type worker struct {
 	written   map[string]string // volume file-set hashes
 	volumesAt time.Time
 	last      *corev1.PodStatus // the status last written
+	lastRV    string            // the resourceVersion of that write
 	probes    *probes
 }
 
@@ -257,59 +261,62 @@ func (w *worker) observe(ctx context.Context, pod *corev1.Pod) (observed, bool) 
 	return ob, true
 }
 
-// writeStatus writes the pod's status when it differs from the API's and from what this worker wrote last.
+// writeStatus writes the pod's status when it differs from the newest copy the worker knows: the informer's,
+// or what it wrote last when the informer does not show that write yet (resourceVersions compare, as
+// k8s.io/apimachinery/pkg/util/resourceversion allows). As upstream's kubelet it PATCHes (a strategic merge
+// patch from that copy to st, with the pod's UID as a precondition), so a write never conflicts with another
+// writer's and costs no read; the patch leaves alone the conditions others own (PodScheduled, DisruptionTarget,
+// readiness gates).
 func (w *worker) writeStatus(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus) {
-	if apiequality.Semantic.DeepEqual(pod.Status, st) || (w.last != nil && apiequality.Semantic.DeepEqual(*w.last, st) && w.fresh(pod)) {
+	base := pod.Status
+	if w.last != nil {
+		if c, err := resourceversion.CompareResourceVersion(w.lastRV, pod.ResourceVersion); err != nil || c > 0 {
+			base = *w.last
+		}
+	}
+	old, next := ownStatus(base), ownStatus(st)
+	if apiequality.Semantic.DeepEqual(old, next) {
 		return
 	}
-	next := pod.DeepCopy()
-	next.Status = st
-	for attempt := 0; attempt < 3; attempt++ {
-		out, err := w.p.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
-		if err == nil {
-			w.last = &out.Status
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			if !apierrors.IsNotFound(err) && ctx.Err() == nil {
-				w.p.log.Warn("writing the pod status failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-			}
-			return
-		}
-		cur, err := w.p.cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil || cur.UID != pod.UID {
-			return
-		}
-		next = cur.DeepCopy()
-		next.Status = mergeForeignConditions(st, cur.Status)
-		if apiequality.Semantic.DeepEqual(cur.Status, next.Status) {
-			w.last = &cur.Status
-			return
-		}
+	patch, err := statusPatch(pod.UID, old, next)
+	if err != nil {
+		w.p.log.Warn("preparing the pod status patch failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return
 	}
+	out, err := w.p.cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		// NotFound: the pod is gone; a conflict or an invalid UID: a new pod of the same name, not this worker's.
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) && ctx.Err() == nil {
+			w.p.log.Warn("writing the pod status failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+		return
+	}
+	w.last, w.lastRV = &out.Status, out.ResourceVersion
 }
 
-// fresh reports whether the informer's pod already reflects this worker's last write (or a later one).
-func (w *worker) fresh(pod *corev1.Pod) bool {
-	return w.last != nil && apiequality.Semantic.DeepEqual(pod.Status, *w.last)
+// ownStatus is st without the conditions the kubelet does not own.
+func ownStatus(st corev1.PodStatus) corev1.PodStatus {
+	st.Conditions = slices.DeleteFunc(slices.Clone(st.Conditions), func(c corev1.PodCondition) bool {
+		return !slices.Contains(ownConditions, c.Type)
+	})
+	return st
+}
+
+// statusPatch is the strategic merge patch taking a pod's status from old to next, with uid as a
+// precondition (upstream's statusutil.PatchPodStatus: a patch carrying metadata.uid fails on a pod of the same
+// name and another UID).
+func statusPatch(uid types.UID, old, next corev1.PodStatus) ([]byte, error) {
+	oldJSON, err := json.Marshal(corev1.Pod{Status: old})
+	if err != nil {
+		return nil, err
+	}
+	nextJSON, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: next})
+	if err != nil {
+		return nil, err
+	}
+	return strategicpatch.CreateTwoWayMergePatch(oldJSON, nextJSON, corev1.Pod{})
 }
 
 // ownConditions are the pod conditions the kubelet sets; the others (PodScheduled, DisruptionTarget, readiness
-// gates) belong to someone else and are taken from the API's copy on a retry.
+// gates) belong to someone else: the status patch leaves them alone.
 var ownConditions = []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady}
-
-func mergeForeignConditions(ours, theirs corev1.PodStatus) corev1.PodStatus {
-	out := *ours.DeepCopy()
-	out.Conditions = nil
-	for _, c := range ours.Conditions {
-		if slices.Contains(ownConditions, c.Type) {
-			out.Conditions = append(out.Conditions, c)
-		}
-	}
-	for _, c := range theirs.Conditions {
-		if !slices.Contains(ownConditions, c.Type) {
-			out.Conditions = append(out.Conditions, c)
-		}
-	}
-	return out
-}

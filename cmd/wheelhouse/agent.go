@@ -18,7 +18,7 @@ import (
 
 // agentFlags are `wheelhouse agent`'s flags before they become an agents.Config.
 type agentFlags struct {
-	server, token, nodeName, dataDir, runtime, nodeIP, logLevel string
+	server, token, nodeName, dataDir, runtime, nodeIP, logLevel, debugListen string
 	labels, taints                                              []string
 	insecureHTTP                                                bool
 	hollow, leaseSeconds                                        int
@@ -48,6 +48,7 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		{&f.runtime, "runtime", "WHEELHOUSE_RUNTIME", "process", "container runtime: process"},
 		{&f.nodeIP, "node-ip", "WHEELHOUSE_NODE_IP", "", "the address other nodes reach this one on (default: the default route's source address)"},
 		{&f.logLevel, "log-level", "WHEELHOUSE_LOG_LEVEL", "info", "log level: debug, info, warn or error"},
+		{&f.debugListen, "debug-listen", "WHEELHOUSE_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6061 (unauthenticated: loopback only)"},
 	}
 	for _, s := range strs {
 		fl.StringVar(s.p, s.name, s.dv, s.usage+" (env "+s.env+")")
@@ -82,6 +83,12 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		if err != nil {
 			return err
 		}
+		if f.debugListen != "" {
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			go serveDebug(ctx, f.debugListen, cfg.Logger)
+			return runAgent(ctx, cfg)
+		}
 		return runAgent(cmd.Context(), cfg)
 	}
 	return cmd
@@ -96,6 +103,9 @@ func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
 	cfg := agents.Config{Server: f.server, Token: f.token, NodeName: f.nodeName, DataDir: f.dataDir, Runtime: f.runtime,
 		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, LeaseDuration: time.Duration(f.leaseSeconds) * time.Second, Labels: map[string]string{},
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+	if err := checkDebugListen(f.debugListen); err != nil {
+		return cfg, err
+	}
 	if errs := validation.IsDNS1123Subdomain(f.nodeName); f.nodeName != "" && len(errs) > 0 {
 		return cfg, fmt.Errorf("--node-name %q: %s", f.nodeName, strings.Join(errs, "; "))
 	}

@@ -69,6 +69,7 @@ func TestAgentFlags(t *testing.T) {
 		{[]string{"--server", "https://s", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--server", "https://s", "--node-lease-duration-seconds", "2"}, "--node-lease-duration-seconds 2"},
 		{[]string{"--server", "https://s", "--hollow", "-1"}, "--hollow -1"},
+		{[]string{"--server", "https://s", "--debug-listen", "0.0.0.0:6061"}, "--debug-listen"},
 	} {
 		if _, err := parseAgent(nil, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("agent %v: %v, want an error mentioning %s", tc.args, err, tc.want)

@@ -136,11 +136,8 @@ func (c serverConfig) Validate() error {
 			return fmt.Errorf("--advertise-url/WHEELHOUSE_ADVERTISE_URL %q: want scheme://host:port", c.AdvertiseURL)
 		}
 	}
-	if c.DebugListen != "" {
-		host, _, err := net.SplitHostPort(c.DebugListen)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			return fmt.Errorf("--debug-listen/WHEELHOUSE_DEBUG_LISTEN %q: want a loopback host:port such as 127.0.0.1:6060", c.DebugListen)
-		}
+	if err := checkDebugListen(c.DebugListen); err != nil {
+		return err
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format/WHEELHOUSE_LOG_FORMAT %q: want text or json", c.LogFormat)
@@ -380,6 +377,18 @@ func servingTLS(ctx context.Context, cfg serverConfig, shared servingcert.CAStor
 		return nil, nil, fmt.Errorf("serving certificate: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, caPEM, nil
+}
+
+// checkDebugListen checks a --debug-listen address: empty (off) or a loopback host:port.
+func checkDebugListen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--debug-listen/WHEELHOUSE_DEBUG_LISTEN %q: want a loopback host:port such as 127.0.0.1:6060", addr)
+	}
+	return nil
 }
 
 // serveDebug serves net/http/pprof on addr (loopback, checked by Validate) until ctx ends.

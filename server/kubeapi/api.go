@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -137,8 +138,10 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (default 3 MiB, upstream's limit).
 	MaxBodyBytes int64
 	// MaxMutatingInFlight and MaxReadOnlyInFlight bound concurrent requests (defaults 200 and 400, upstream's);
-	// past them requests get 429 with Retry-After. Watches are not counted.
+	// past them requests wait up to InFlightWait (default 2 s; negative: not at all) for a slot, then get 429
+	// with Retry-After. Watches and in-process requests (the controllers', the scheduler's) are not counted.
 	MaxMutatingInFlight, MaxReadOnlyInFlight int
+	InFlightWait                             time.Duration
 	// MaxStoreFallbacks bounds the lists and watch set-ups of cached resources that the cache cannot serve and
 	// the store must (a revision before the cache's window, a cache that did not catch up in time); past it, after
 	// a short wait, they get 429 with Retry-After (default 8, half the store's read pool). Under overload these are
@@ -180,6 +183,9 @@ func (c *Config) setDefaults() {
 	if c.MaxReadOnlyInFlight == 0 {
 		c.MaxReadOnlyInFlight = 400
 	}
+	if c.InFlightWait == 0 {
+		c.InFlightWait = 2 * time.Second
+	}
 	if c.MaxStoreFallbacks == 0 {
 		c.MaxStoreFallbacks = 8
 	}
@@ -211,6 +217,8 @@ type API struct {
 	log      *slog.Logger
 	mutating chan struct{} // in-flight slots for writes
 	readOnly chan struct{} // in-flight slots for reads
+	// mutatingWaiting and readOnlyWaiting count the requests waiting for a slot.
+	mutatingWaiting, readOnlyWaiting atomic.Int64
 	// fallbacks: slots for store reads of cached resources (Config.MaxStoreFallbacks).
 	fallbacks chan struct{}
 	managers  *fieldManagers

@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 const (
@@ -318,12 +320,17 @@ func TestBodyOverLimitIs413(t *testing.T) {
 	}
 }
 
+// TestTooManyInFlightIs429: past the in-flight limit a request waits for a slot up to InFlightWait, then gets
+// 429 with Retry-After and changes nothing; reads have slots of their own; in-process requests take none.
 func TestTooManyInFlightIs429(t *testing.T) {
-	env := newTestEnv(t, func(c *Config) { c.MaxMutatingInFlight = 1 })
+	env := newTestEnv(t, func(c *Config) { c.MaxMutatingInFlight, c.InFlightWait = 1, 300*time.Millisecond })
+	create := func(name string) rawResponse {
+		return env.rawDo(t, http.MethodPost, rawCMs, "application/json",
+			strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`"}}`))
+	}
 	// Take the only mutating slot as a request in flight would (deterministic, unlike racing a slow body).
 	env.api.mutating <- struct{}{}
-	resp := env.rawDo(t, http.MethodPost, rawCMs, "application/json",
-		strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"refused"}}`))
+	resp := create("refused")
 	resp.wantStatus(t, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests)
 	if resp.header.Get("Retry-After") == "" {
 		t.Error("429 without Retry-After")
@@ -331,10 +338,19 @@ func TestTooManyInFlightIs429(t *testing.T) {
 	if r := env.rawDo(t, http.MethodGet, rawCMs, "", nil); r.code != http.StatusOK {
 		t.Errorf("read while the mutating slot is taken: %d, want 200", r.code)
 	}
-	<-env.api.mutating
-	if r := env.rawDo(t, http.MethodPost, rawCMs, "application/json",
-		strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"accepted"}}`)); r.code != http.StatusCreated {
-		t.Errorf("after the slot is free: %d %s, want 201", r.code, r.body)
+	// The controllers' and the scheduler's in-process requests are not held back.
+	local, err := kubernetes.NewForConfig(env.api.LocalConfig("c1", User{Name: "system:kube-controller-manager", Groups: []string{"system:masters"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "local"}},
+		metav1.CreateOptions{}); err != nil {
+		t.Errorf("in-process create while the slot is taken: %v", err)
+	}
+	// A request that finds the slot taken gets it when it frees within the wait.
+	go func() { time.Sleep(50 * time.Millisecond); <-env.api.mutating }()
+	if r := create("waited"); r.code != http.StatusCreated {
+		t.Errorf("a request whose slot freed while it waited: %d %s, want 201", r.code, r.body)
 	}
 	if r := env.rawDo(t, http.MethodGet, rawCMs+"/refused", "", nil); r.code != http.StatusNotFound {
 		t.Errorf("the refused create was stored: %d", r.code)
@@ -410,3 +426,36 @@ func TestDeleteCollectionHonoursLabelSelector(t *testing.T) {
 }
 
 func revString(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestUpdateWithAnotherUIDIsInvalid: as upstream, an update (PUT or PATCH, of the object or its status) that
+// carries another UID is 422 on metadata.uid and changes nothing (kubelet's status patches rely on it as a
+// precondition); one without a UID keeps the object's.
+func TestUpdateWithAnotherUIDIsInvalid(t *testing.T) {
+	env := newTestEnv(t)
+	created := env.rawCreate(t, rawPods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`)
+	uid := created["metadata"].(map[string]any)["uid"].(string)
+	rv := created["metadata"].(map[string]any)["resourceVersion"].(string)
+	for _, tc := range []struct{ method, path, ct, body string }{
+		{http.MethodPut, rawPods + "/p", "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","uid":"other","resourceVersion":"` + rv + `"},"spec":{"containers":[{"name":"c","image":"i"}]}}`},
+		{http.MethodPatch, rawPods + "/p/status", "application/strategic-merge-patch+json", `{"metadata":{"uid":"other"},"status":{"phase":"Failed"}}`},
+		{http.MethodPatch, rawPods + "/p", "application/merge-patch+json", `{"metadata":{"uid":"other","labels":{"a":"b"}}}`},
+	} {
+		st := env.rawDo(t, tc.method, tc.path, tc.ct, strings.NewReader(tc.body)).wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+		if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "metadata.uid" {
+			t.Errorf("%s %s with another UID: %+v, want one cause on metadata.uid", tc.method, tc.path, st.Details)
+		}
+	}
+	got := env.rawObject(t, http.MethodGet, rawPods+"/p", "", "", http.StatusOK)
+	if got["metadata"].(map[string]any)["labels"] != nil || got["status"].(map[string]any)["phase"] == "Failed" {
+		t.Fatalf("refused updates changed the pod: %v", got)
+	}
+	// The same UID, or none, is an update like any other.
+	patched := env.rawObject(t, http.MethodPatch, rawPods+"/p/status", "application/strategic-merge-patch+json",
+		`{"metadata":{"uid":"`+uid+`"},"status":{"message":"hi"}}`, http.StatusOK)
+	if patched["status"].(map[string]any)["message"] != "hi" {
+		t.Errorf("status patch with the pod's UID: %v", patched["status"])
+	}
+	if got := env.rawObject(t, http.MethodPatch, rawPods+"/p", "application/merge-patch+json", `{"metadata":{"labels":{"a":"b"}}}`, http.StatusOK); got["metadata"].(map[string]any)["uid"] != uid {
+		t.Errorf("patch without a UID: uid %v, want %s", got["metadata"].(map[string]any)["uid"], uid)
+	}
+}

@@ -425,3 +425,37 @@ func cachedRevision(t *testing.T, env *testEnv, name string) int64 {
 	}
 	return e.Revision
 }
+
+// TestGetAtResourceVersionZeroReadsTheCache: GET ?resourceVersion=0 (any state, what kubelet asks for its Node)
+// is served from a running collection without reading the store; a plain GET reads the store; an object the
+// cache does not hold comes from the store.
+func TestGetAtResourceVersionZeroReadsTheCache(t *testing.T) {
+	var fs *frozenStorage
+	env := newTestEnv(t, func(c *Config) {
+		fs = &frozenStorage{Store: c.Storage.(*store.Store)}
+		c.Storage = fs
+		c.WatchCache = watchcache.New(watchcache.Config{Source: fs, Logger: slog.New(slog.DiscardHandler)})
+		t.Cleanup(c.WatchCache.Close)
+	})
+	env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"v":"1"}}`)
+	env.rawList(t, rawCMs) // the collection loads now, and then never changes
+	env.rawObject(t, http.MethodPatch, rawCMs+"/cm", "application/merge-patch+json", `{"data":{"v":"2"}}`, http.StatusOK)
+	env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"later"}}`)
+
+	gets := fs.gets.Load()
+	cached := env.rawObject(t, http.MethodGet, rawCMs+"/cm?resourceVersion=0", "", "", http.StatusOK)
+	if n := fs.gets.Load() - gets; n != 0 {
+		t.Errorf("GET at resourceVersion 0 read the store %d times", n)
+	}
+	if v := cached["data"].(map[string]any)["v"]; v != "1" || cached["kind"] != "ConfigMap" ||
+		cached["metadata"].(map[string]any)["resourceVersion"] != strconv.FormatInt(cachedRevision(t, env, "cm"), 10) {
+		t.Errorf("GET at resourceVersion 0: %v, want the cache's copy (v=1) with its resourceVersion", cached)
+	}
+	if v := env.rawObject(t, http.MethodGet, rawCMs+"/cm", "", "", http.StatusOK)["data"].(map[string]any)["v"]; v != "2" {
+		t.Errorf("plain GET: v=%v, want the store's 2", v)
+	}
+	if got := env.rawObject(t, http.MethodGet, rawCMs+"/later?resourceVersion=0", "", "", http.StatusOK); got["metadata"].(map[string]any)["name"] != "later" {
+		t.Errorf("GET at resourceVersion 0 of an object the cache lacks: %v", got)
+	}
+	env.rawDo(t, http.MethodGet, rawCMs+"/none?resourceVersion=0", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+}

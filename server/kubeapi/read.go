@@ -12,11 +12,19 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
-// get serves GET of one object (resourceVersion is accepted and ignored beyond validation: reads are always
-// current, which satisfies every resourceVersion a client may pass).
+// get serves GET of one object. It reads the store, whose current state satisfies every resourceVersion a client
+// may pass, except for "0" (any state), which a running watch-cache collection answers when it holds the object.
 func (rq *request) get() error {
-	if _, err := parseRV(rq.r.URL.Query().Get("resourceVersion")); err != nil {
+	rv := rq.r.URL.Query().Get("resourceVersion")
+	if _, err := parseRV(rv); err != nil {
 		return err
+	}
+	if rv == "0" {
+		// Any state will do (upstream serves it from its watch cache): a running collection's copy, when it
+		// has one, spares the store a read (kubelet reads its Node so every 10 s). Else the store.
+		if obj, _, ok := rq.cachedCopy(rq.info.namespace, rq.info.name); ok {
+			return rq.writeObject(http.StatusOK, obj)
+		}
 	}
 	obj, _, err := rq.load(rq.info.namespace, rq.info.name)
 	if err != nil {

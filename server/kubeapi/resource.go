@@ -3,6 +3,7 @@ package kubeapi
 import (
 	"io"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,17 +113,43 @@ func (rq *request) checkSubresource() error {
 	return nil
 }
 
-// acquire takes an in-flight slot; it fails with 429 at once when none is free.
+// acquire takes an in-flight slot. In-process requests take none: they are the control plane's own (the
+// controllers and the scheduler, each bounded by its own workers), which upstream's priority levels
+// (exempt, workload-high) keep from being crowded out by the clients they serve. Others wait for a slot up to
+// Config.InFlightWait, as upstream's priority-and-fairness queues them, then get 429 with Retry-After; so do
+// requests arriving while as many already wait as there are slots.
 func (rq *request) acquire() (func(), error) {
-	slots := rq.api.readOnly
-	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
-		slots = rq.api.mutating
+	if _, local := rq.r.Context().Value(localUserKey{}).(User); local {
+		return func() {}, nil
 	}
+	slots, waiting := rq.api.readOnly, &rq.api.readOnlyWaiting
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		slots, waiting = rq.api.mutating, &rq.api.mutatingWaiting
+	}
+	release := func() { <-slots }
 	select {
 	case slots <- struct{}{}:
-		return func() { <-slots }, nil
+		return release, nil
 	default:
-		return nil, apierrors.NewTooManyRequests("too many requests in flight; retry shortly", 1)
+	}
+	tooMany := apierrors.NewTooManyRequests("too many requests in flight; retry shortly", 1)
+	if rq.api.cfg.InFlightWait <= 0 {
+		return nil, tooMany
+	}
+	if waiting.Add(1) > int64(cap(slots)) {
+		waiting.Add(-1)
+		return nil, tooMany
+	}
+	defer waiting.Add(-1)
+	t := time.NewTimer(rq.api.cfg.InFlightWait)
+	defer t.Stop()
+	select {
+	case slots <- struct{}{}:
+		return release, nil
+	case <-t.C:
+		return nil, tooMany
+	case <-rq.ctx.Done():
+		return nil, rq.ctx.Err()
 	}
 }
 

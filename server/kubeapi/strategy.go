@@ -47,7 +47,9 @@ func prepareCreate(res *resources.Resource, obj runtime.Object, now time.Time) {
 // resource keeps the stored status; /status keeps everything but status).
 func prepareUpdate(res *resources.Resource, obj, old runtime.Object, subresource string) {
 	m, o := mustAccessor(obj), mustAccessor(old)
-	m.SetUID(o.GetUID())
+	if m.GetUID() == "" {
+		m.SetUID(o.GetUID()) // as upstream: an update without a UID keeps the object's; another UID is invalid
+	}
 	m.SetCreationTimestamp(o.GetCreationTimestamp())
 	m.SetDeletionTimestamp(o.GetDeletionTimestamp())
 	m.SetDeletionGracePeriodSeconds(o.GetDeletionGracePeriodSeconds())
