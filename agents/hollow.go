@@ -63,7 +63,9 @@ type hollowOptions struct {
 	DataDir string
 	Labels  map[string]string
 	Taints  []corev1.Taint
-	// Resync is each pod's relist interval (default 10 s: the fake runtime changes only when told to).
+	// Resync is each pod's relist interval (default 1 minute, upstream kubelet's --sync-frequency, which its
+	// hollow nodes in kubemark keep: the fake runtime changes only when told to, and every change to a pod
+	// in the API wakes its worker at once).
 	Resync time.Duration
 	// RenewInterval is the Lease's renew interval (default kubelet's 10 s); node starts are spread over it.
 	RenewInterval time.Duration
@@ -117,7 +119,7 @@ func hollowClient(id *join.Identity) (kubernetes.Interface, error) {
 // retried by the loops, as on a real node.
 func runHollowNodes(ctx context.Context, nodes []hollowNode, opt hollowOptions) error {
 	if opt.Resync == 0 {
-		opt.Resync = 10 * time.Second
+		opt.Resync = time.Minute
 	}
 	if opt.RenewInterval == 0 {
 		opt.RenewInterval = 10 * time.Second

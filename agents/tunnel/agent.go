@@ -142,11 +142,13 @@ func dial(ctx context.Context, cfg Config) (*websocket.Conn, error) {
 	return ws, nil
 }
 
-// yamuxConfig is the session configuration of both ends: yamux's own keepalive at 1.5 websocket keepalive
-// intervals (15 s by default), its log at debug level.
+// yamuxConfig is the session configuration of both ends, its log at debug level. yamux's own keepalive is off:
+// the websocket's (a peer silent for three intervals is dead) watches the same connection, while yamux's gave a
+// pong ten seconds (its write timeout) — on a server or an agent busy enough to answer late (1,000 hollow nodes
+// on two cores) it closed hundreds of live sessions at once, and their reconnections made the server busier.
 func yamuxConfig(keepalive time.Duration, log *slog.Logger) *yamux.Config {
 	c := yamux.DefaultConfig()
-	c.KeepAliveInterval = keepalive * 3 / 2
+	c.EnableKeepAlive = false
 	c.ConnectionWriteTimeout = min(c.ConnectionWriteTimeout, 3*keepalive)
 	c.StreamOpenTimeout = min(c.StreamOpenTimeout, 3*keepalive)
 	c.LogOutput = nil

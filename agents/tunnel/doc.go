@@ -11,8 +11,8 @@
 //   - Registry holds at most one session per (cluster, node); a new connection for a key replaces the old one,
 //     which is closed. A session leaves the Registry when it closes, for whatever reason.
 //   - DialContext never waits for an agent: with no session for the key it fails at once with ErrNotConnected.
-//   - Either side notices a silent peer within three keepalive intervals (websocket pings, 10 s by default,
-//     plus yamux's own keepalive) and closes the session; the agent then reconnects.
+//   - Either side notices a silent peer within three keepalive intervals (websocket pings, 10 s by default;
+//     yamux's own keepalive is off) and closes the session; the agent then reconnects.
 //   - Serve reconnects until its context ends, waiting a jittered, exponentially growing delay (1 s doubling to
 //     30 s) between attempts; the delay starts over once a connection has stayed up for a minute.
 //   - The Registry refuses upgrade requests that carry an Origin header: nodes are not browsers, and a browser

@@ -94,18 +94,19 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	r.record("ListContainers")
 	var out []*runtimeapi.Container
 	for id, c := range r.containers {
-		ctr := &runtimeapi.Container{
+		ctr := &runtimeapi.Container{ // as in ListPodSandbox: copied only when it matches
 			Id:           id,
 			PodSandboxId: r.ctrSandbox[id],
-			Metadata:     clone(c.Metadata),
-			Image:        clone(c.Image),
+			Metadata:     c.Metadata,
+			Image:        c.Image,
 			ImageRef:     c.ImageRef,
 			State:        c.State,
 			CreatedAt:    c.CreatedAt,
-			Labels:       copyMap(c.Labels),
-			Annotations:  copyMap(c.Annotations),
+			Labels:       c.Labels,
+			Annotations:  c.Annotations,
 		}
 		if runtime.MatchContainer(filter, ctr) {
+			ctr.Metadata, ctr.Image, ctr.Labels, ctr.Annotations = clone(c.Metadata), clone(c.Image), copyMap(c.Labels), copyMap(c.Annotations)
 			out = append(out, ctr)
 		}
 	}

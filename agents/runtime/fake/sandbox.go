@@ -85,16 +85,19 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	r.record("ListPodSandbox")
 	var out []*runtimeapi.PodSandbox
 	for _, s := range r.sandboxes {
+		// Matched on a view sharing the stored maps, copied only when it matches (a hollow node lists its
+		// sandboxes by label for every pod's sync).
 		ps := &runtimeapi.PodSandbox{
 			Id:             s.Id,
-			Metadata:       clone(s.Metadata),
+			Metadata:       s.Metadata,
 			State:          s.State,
 			CreatedAt:      s.CreatedAt,
-			Labels:         copyMap(s.Labels),
-			Annotations:    copyMap(s.Annotations),
+			Labels:         s.Labels,
+			Annotations:    s.Annotations,
 			RuntimeHandler: s.RuntimeHandler,
 		}
 		if runtime.MatchSandbox(filter, ps) {
+			ps.Metadata, ps.Labels, ps.Annotations = clone(s.Metadata), copyMap(s.Labels), copyMap(s.Annotations)
 			out = append(out, ps)
 		}
 	}
