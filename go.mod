@@ -102,6 +102,6 @@ require (
 	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/streaming v0.37.2
-	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
+	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 	sigs.k8s.io/randfill v1.0.0 // indirect
 )

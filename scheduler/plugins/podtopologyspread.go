@@ -46,8 +46,7 @@ type podTopologySpread struct {
 	// the replicas of one workload asks the same question of every node each cycle, and all nodes but the one
 	// that got the last pod still have the answer. Entries of old states are dropped wholesale at
 	// ptsCountCacheMax.
-	counts     sync.Map // ptsCountKey → int
-	countsSize atomic.Int64
+	counts *ptsCountCache
 	// questions interns (namespace, selector) pairs for the count keys.
 	questions                   sync.Map // string → int64
 	questionsSize, nextQuestion atomic.Int64
@@ -73,7 +72,7 @@ func newPodTopologySpread(args runtime.Object, h framework.Handle) (framework.Pl
 	if h == nil {
 		return nil, errors.New("PodTopologySpread: no framework handle")
 	}
-	p := &podTopologySpread{h: h, defaults: ptsSystemDefaults, systemDefaulted: true}
+	p := &podTopologySpread{h: h, defaults: ptsSystemDefaults, systemDefaulted: true, counts: newPTSCountCache(ptsCountCacheMax)}
 	if args == nil {
 		return p, nil
 	}
@@ -307,15 +306,11 @@ func (p *podTopologySpread) countMatching(ni *framework.NodeInfo, c *ptsConstrai
 		return ptsCountMatching(ni.Pods, c.selector, ns)
 	}
 	k := ptsCountKey{gen: ni.PodSetGeneration, question: c.question}
-	if v, ok := p.counts.Load(k); ok {
-		return v.(int)
+	if n, ok := p.counts.get(k); ok {
+		return n
 	}
 	n := ptsCountMatching(ni.Pods, c.selector, ns)
-	if p.countsSize.Add(1) > ptsCountCacheMax {
-		p.counts.Clear()
-		p.countsSize.Store(0)
-	}
-	p.counts.Store(k, n)
+	p.counts.put(k, n)
 	return n
 }
 

@@ -3,6 +3,7 @@ package plugins
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -525,7 +526,7 @@ func fxCheckSkew(rt *rapid.T, fw *framework.Framework, state *framework.CycleSta
 // TestPodTopologySpreadCountCache: counts are cached by node state; a pod added to the node (a new generation)
 // is counted, and a clone changed apart from the cached original is not answered from the original's count.
 func TestPodTopologySpreadCountCache(t *testing.T) {
-	p := &podTopologySpread{}
+	p := &podTopologySpread{counts: newPTSCountCache(ptsCountCacheMax)}
 	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
 	c := &ptsConstraint{selector: sel, selKey: sel.String()}
 	c.question = p.question("default", c.selKey)
@@ -614,5 +615,36 @@ func TestPodTopologySpreadDefaultsAreCached(t *testing.T) {
 	}
 	if keys["web"] == keys["db"] {
 		t.Fatalf("two workloads share the count cache key %q", keys["web"])
+	}
+}
+
+// TestPTSCountCacheStartsOverWhenFull: the count cache answers what was put, from any goroutine, and drops
+// everything once past its bound.
+func TestPTSCountCacheStartsOverWhenFull(t *testing.T) {
+	c := newPTSCountCache(1000)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				k := ptsCountKey{gen: int64(g*1000 + i), question: 7}
+				c.put(k, i)
+				if n, ok := c.get(k); !ok || n != i {
+					t.Errorf("key %v: %d %v, want %d", k, n, ok, i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n, ok := c.get(ptsCountKey{gen: 3199, question: 7}); !ok || n != 199 {
+		t.Fatalf("after 800 puts: %d %v", n, ok)
+	}
+	for i := range 201 {
+		c.put(ptsCountKey{gen: int64(10_000 + i), question: 1}, i)
+	}
+	if _, ok := c.get(ptsCountKey{gen: 3199, question: 7}); ok {
+		t.Fatal("a count outlived the cache's reset past its bound")
+	}
+	if n, ok := c.get(ptsCountKey{gen: 10_200, question: 1}); !ok || n != 200 {
+		t.Fatalf("the count put after the reset: %d %v", n, ok)
 	}
 }

@@ -223,6 +223,7 @@ type API struct {
 	fallbacks chan struct{}
 	managers  *fieldManagers
 	shared    *sharedEvents     // decoded and encoded watch objects of store-fed watches, shared by watchers
+	written   *recentWrites     // objects this process wrote lately, decoded, for the watch cache
 	cache     *watchcache.Cache // nil when disabled
 	// localOnce and local: the Echo instance of in-process requests (local.go).
 	localOnce sync.Once
@@ -244,6 +245,7 @@ func New(cfg Config) (*API, error) {
 		fallbacks:      make(chan struct{}, cfg.MaxStoreFallbacks),
 		managers:       newFieldManagers(cfg.TypeConverter),
 		shared:         newSharedEvents(sharedEventsSize),
+		written:        newRecentWrites(recentWritesSize),
 		cache:          cfg.WatchCache,
 		liveNamespaces: liveLookups{until: map[string]time.Time{}},
 	}

@@ -48,8 +48,12 @@ func (a *API) collection(ctx context.Context, cluster string, res *resources.Res
 	if a.cache == nil {
 		return nil, errNoCache
 	}
-	return a.cache.Collection(ctx, cacheKind(cluster, res),
-		func(so store.Object) (runtime.Object, error) { return decodeStored(res, so) })
+	return a.cache.Collection(ctx, cacheKind(cluster, res), func(so store.Object) (runtime.Object, error) {
+		if obj := a.written.get(so.Key, so.Revision); obj != nil {
+			return obj, nil
+		}
+		return decodeStored(res, so)
+	})
 }
 
 func cacheKind(cluster string, res *resources.Resource) watchcache.Kind {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
 	"github.com/wheelhouse-dev/wheelhouse/store"
@@ -49,15 +50,20 @@ func encodeStored(res *resources.Resource, obj runtime.Object) ([]byte, error) {
 
 // decodeStored turns a stored object into the served typed object with its resourceVersion set.
 func decodeStored(res *resources.Resource, o store.Object) (runtime.Object, error) {
-	var into runtime.Object
+	var obj runtime.Object
 	if res.Convert == nil {
-		into = res.New()
-	}
-	obj, _, err := storageCodec.Decode(o.Value, nil, into)
-	if err != nil {
-		return nil, fmt.Errorf("decode stored %s: %w", o.Key, err)
-	}
-	if res.Convert != nil {
+		// The stored form is the served type: unmarshal into it as the codec would (non-strict), without the
+		// codec's first pass reading kind and apiVersion, which parses the whole document once more (a third of
+		// a decode) to learn what the resource already says.
+		obj = res.New()
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(o.Value, obj); err != nil {
+			return nil, fmt.Errorf("decode stored %s: %w", o.Key, err)
+		}
+	} else {
+		var err error
+		if obj, _, err = storageCodec.Decode(o.Value, nil, nil); err != nil {
+			return nil, fmt.Errorf("decode stored %s: %w", o.Key, err)
+		}
 		if obj, err = res.Convert.FromStorage(obj); err != nil {
 			return nil, fmt.Errorf("convert stored %s: %w", o.Key, err)
 		}

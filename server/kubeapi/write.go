@@ -116,12 +116,15 @@ func (rq *request) createObject(obj runtime.Object) (runtime.Object, error) {
 	return rq.decodeResult(so)
 }
 
+// decodeResult decodes what a create or an update stored, and hands a copy to the watch cache (recentWrites),
+// which then need not decode it again.
 func (rq *request) decodeResult(so store.Object) (runtime.Object, error) {
 	rq.settle(so.Revision)
 	obj, err := decodeStored(rq.res, so)
 	if err != nil {
 		return nil, internal(err)
 	}
+	rq.api.written.put(so.Key, so.Revision, obj.DeepCopyObject())
 	return obj, nil
 }
 
@@ -398,7 +401,12 @@ func (rq *request) finishDelete(obj runtime.Object, rev int64, dry bool) (runtim
 	if svc, ok := obj.(*corev1.Service); ok {
 		rq.api.release(rq.ctx, rq.cluster.ID, serviceAllocations(svc))
 	}
-	return rq.decodeResult(so)
+	rq.settle(so.Revision)
+	out, err := decodeStored(rq.res, so) // not for the cache: a delete's value is not what the revision stored
+	if err != nil {
+		return nil, internal(err)
+	}
+	return out, nil
 }
 
 // applying reports whether the request is a server-side apply (whose field manager runs in the patch handler).
