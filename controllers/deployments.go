@@ -83,7 +83,7 @@ func RunDeployments(ctx context.Context, d Deps) {
 		for _, re := range entries {
 			rs := re.Object.(*appsv1.ReplicaSet)
 			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.UID == dep.UID && rs.DeletionTimestamp == nil {
-				owned = append(owned, rs)
+				owned = append(owned, rs.DeepCopy()) // the sync updates its copies as it writes; the cache's are shared
 			}
 		}
 		cs, err := cl.For(k.Cluster)

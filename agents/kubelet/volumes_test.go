@@ -118,8 +118,9 @@ func TestVolumeSources(t *testing.T) {
 		t.Fatalf("token claims %+v, want web-sa bound to pod %s", claims.Kubernetes, p.UID)
 	}
 
-	// Volume refreshes keep the token while it is young; past 80 % of its hour it is replaced.
-	e.clk.Step(volumeRefresh + time.Second)
+	// Volume refreshes keep the token while it is young; past 80 % of its hour it is replaced. The secret
+	// changes before the clock passes the refresh interval: a refresh racing the update would read the old
+	// secret and the next would wait for another interval.
 	creds, err := e.admin.CoreV1().Secrets("default").Get(ctx, "creds", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +129,7 @@ func TestVolumeSources(t *testing.T) {
 	if _, err := e.admin.CoreV1().Secrets("default").Update(ctx, creds, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	e.clk.Step(volumeRefresh + time.Second)
 	apitest.Eventually(t, "the refreshed projected secret", func() bool { return read("projected", "user") == "bob" })
 	if read("projected", "token") != token {
 		t.Fatal("a volume refresh requested a new token for a young one")
