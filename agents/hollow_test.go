@@ -153,6 +153,23 @@ func TestHollowNodes(t *testing.T) {
 		return true
 	})
 
+	// Settled pods are not written again: twenty relists later (50 ms each) every status is as it was.
+	before, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	after, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range after.Items {
+		if b, a := before.Items[i], after.Items[i]; a.ResourceVersion != b.ResourceVersion {
+			t.Errorf("pod %s was written again after it settled: resourceVersion %s → %s\nbefore: %+v\nafter:  %+v",
+				a.Name, b.ResourceVersion, a.ResourceVersion, b.Status, a.Status)
+		}
+	}
+
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "p-0-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

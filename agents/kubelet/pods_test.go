@@ -46,6 +46,7 @@ func (r *recording) config(name string) *runtimeapi.ContainerConfig {
 // podEnv runs a node's pod manager on the fake runtime against a real API, as node n1 of cluster c1.
 type podEnv struct {
 	t     *testing.T
+	api   *kubeapi.API
 	admin kubernetes.Interface
 	node  kubernetes.Interface
 	rt    *recording
@@ -59,7 +60,7 @@ func newPodEnv(t *testing.T) *podEnv { return newPodEnvWith(t, nil) }
 // newPodEnvWith is newPodEnv with configure applied to the API's configuration (may be nil).
 func newPodEnvWith(t *testing.T, configure func(*kubeapi.Config)) *podEnv {
 	api, _ := apitest.NewWith(t, configure)
-	e := &podEnv{t: t, admin: apitest.Admin(t, api, "c1"), node: nodeClient(t, api, "n1"),
+	e := &podEnv{t: t, api: api, admin: apitest.Admin(t, api, "c1"), node: nodeClient(t, api, "n1"),
 		clk: clocktesting.NewFakeClock(time.Now()), dir: t.TempDir()}
 	e.rt = &recording{Runtime: fake.New(fake.WithClock(e.clk.Now)), configs: map[string]*runtimeapi.ContainerConfig{}}
 	n, err := NewNode(e.node, NodeConfig{Name: "n1", Host: newFakeHost().read})
@@ -384,5 +385,46 @@ func TestPodStatusPatch(t *testing.T) {
 	}
 	if after := e.pod("p"); after.Status.Phase != corev1.PodRunning {
 		t.Fatalf("the refused patch changed the pod: %+v", after.Status)
+	}
+}
+
+// TestStatusFromAStaleInformer: a worker whose informer still shows the pod before the worker's own write (a
+// busy agent) computes the status from that write, not from the older copy: it writes nothing again, and the
+// conditions keep their transition times. (From the older copy every condition was new again, with a new
+// transition time, and the status flipped between the two with every write.)
+func TestStatusFromAStaleInformer(t *testing.T) {
+	e := newPodEnv(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	p, err := NewPods(nodeClient(t, e.api, "n2"), PodsConfig{NodeName: "n2", Runtime: fake.New(fake.WithClock(clk.Now)),
+		DataDir: t.TempDir(), Clock: clk, NodeIP: func() string { return "10.0.0.6" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := simple("s", corev1.RestartPolicyAlways)
+	pod.Spec.NodeName = "n2"
+	stale, err := e.admin.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorker(p, stale.UID)
+	w.set(stale)
+	w.sync(t.Context())
+	first := e.pod("s")
+	if first.Status.Phase != corev1.PodRunning || podCondition(first, corev1.PodReady) != corev1.ConditionTrue {
+		t.Fatalf("after the first sync: %+v", first.Status)
+	}
+	clk.Step(5 * time.Second)
+	for range 3 {
+		w.set(stale) // the informer has not caught up
+		w.sync(t.Context())
+	}
+	if again := e.pod("s"); again.ResourceVersion != first.ResourceVersion {
+		t.Fatalf("syncs from a stale copy wrote the status again:\nbefore %+v\nafter  %+v", first.Status.Conditions, again.Status.Conditions)
+	}
+	// Once the informer shows the write, the worker goes by it.
+	w.set(first)
+	w.sync(t.Context())
+	if again := e.pod("s"); again.ResourceVersion != first.ResourceVersion {
+		t.Fatalf("a sync from the current copy wrote the status again: %+v", again.Status)
 	}
 }

@@ -93,6 +93,7 @@ func (w *worker) sync(ctx context.Context) bool {
 		w.teardown(ctx, pod, 0)
 		return true
 	}
+	pod = w.newest(pod)
 	if pod.DeletionTimestamp != nil {
 		return w.terminate(ctx, pod)
 	}
@@ -261,20 +262,12 @@ func (w *worker) observe(ctx context.Context, pod *corev1.Pod) (observed, bool) 
 	return ob, true
 }
 
-// writeStatus writes the pod's status when it differs from the newest copy the worker knows: the informer's,
-// or what it wrote last when the informer does not show that write yet (resourceVersions compare, as
-// k8s.io/apimachinery/pkg/util/resourceversion allows). As upstream's kubelet it PATCHes (a strategic merge
-// patch from that copy to st, with the pod's UID as a precondition), so a write never conflicts with another
-// writer's and costs no read; the patch leaves alone the conditions others own (PodScheduled, DisruptionTarget,
-// readiness gates).
+// writeStatus writes the pod's status when it differs from the newest copy the worker knows (newest). As
+// upstream's kubelet it PATCHes (a strategic merge patch from that copy to st, with the pod's UID as a
+// precondition), so a write never conflicts with another writer's and costs no read; the patch leaves alone the
+// conditions others own (PodScheduled, DisruptionTarget, readiness gates).
 func (w *worker) writeStatus(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus) {
-	base := pod.Status
-	if w.last != nil {
-		if c, err := resourceversion.CompareResourceVersion(w.lastRV, pod.ResourceVersion); err != nil || c > 0 {
-			base = *w.last
-		}
-	}
-	old, next := ownStatus(base), ownStatus(st)
+	old, next := ownStatus(w.newest(pod).Status), ownStatus(st)
 	if apiequality.Semantic.DeepEqual(old, next) {
 		return
 	}
@@ -292,6 +285,22 @@ func (w *worker) writeStatus(ctx context.Context, pod *corev1.Pod, st corev1.Pod
 		return
 	}
 	w.last, w.lastRV = &out.Status, out.ResourceVersion
+}
+
+// newest is pod with the newest status the worker knows: its own last write when the informer does not show
+// it yet (resourceVersions compare), else the informer's. A status computed from an older copy would undo the
+// worker's own write — conditions missing from it are new again, with a new transition time — and two copies
+// alternating made a pod's status flip between them with every write.
+func (w *worker) newest(pod *corev1.Pod) *corev1.Pod {
+	if w.last == nil {
+		return pod
+	}
+	if c, err := resourceversion.CompareResourceVersion(w.lastRV, pod.ResourceVersion); err == nil && c <= 0 {
+		return pod
+	}
+	cp := *pod // the informer's object stays as it is
+	cp.Status = *w.last
+	return &cp
 }
 
 // ownStatus is st without the conditions the kubelet does not own.
