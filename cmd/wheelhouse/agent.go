@@ -19,9 +19,9 @@ import (
 // agentFlags are `wheelhouse agent`'s flags before they become an agents.Config.
 type agentFlags struct {
 	server, token, nodeName, dataDir, runtime, nodeIP, logLevel, debugListen string
-	labels, taints                                              []string
-	insecureHTTP                                                bool
-	hollow, leaseSeconds                                        int
+	labels, taints                                                           []string
+	insecureHTTP                                                             bool
+	hollow, leaseSeconds                                                     int
 }
 
 func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func(context.Context, agents.Config) error) *cobra.Command {
