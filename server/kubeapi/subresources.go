@@ -171,7 +171,7 @@ func (rq *request) rawUpdateLoop(mutate func(old runtime.Object) (runtime.Object
 		if err != nil {
 			return false, err
 		}
-		_, unchanged, err := rq.storeWrite(obj, b.obj, b.rev, false)
+		_, _, unchanged, err := rq.storeWrite(obj, b.obj, b.rev, false) // the watch cache takes what it kept
 		return unchanged, err
 	})
 }

@@ -108,23 +108,39 @@ func (rq *request) createObject(obj runtime.Object) (runtime.Object, error) {
 		rq.api.release(rq.ctx, rq.cluster.ID, took)
 		return nil, internal(err)
 	}
-	so, err := rq.api.cfg.Storage.Create(rq.ctx, rq.key(rq.res, m.GetNamespace(), m.GetName()), data)
+	key := rq.key(rq.res, m.GetNamespace(), m.GetName())
+	pw := rq.keepWrite(key, data)
+	so, err := rq.api.cfg.Storage.Create(rq.ctx, key, data)
 	if err != nil {
 		rq.api.release(rq.ctx, rq.cluster.ID, took)
 		return nil, storeError(err, rq.gr(), m.GetName())
 	}
-	return rq.decodeResult(so)
+	return rq.writtenResult(pw, so)
 }
 
-// decodeResult decodes what a create or an update stored, and hands a copy to the watch cache (recentWrites),
-// which then need not decode it again.
-func (rq *request) decodeResult(so store.Object) (runtime.Object, error) {
+// keepWrite decodes the bytes a create or an update is about to store and keeps the object for the watch cache
+// (recentWrites); nil when they do not decode (the cache will say so itself).
+func (rq *request) keepWrite(key store.Key, data []byte) *pendingWrite {
+	obj, err := decodeStored(rq.res, store.Object{Key: key, Value: data})
+	if err != nil {
+		return nil
+	}
+	return rq.api.written.put(key, data, obj)
+}
+
+// writtenResult is what a create or an update stored, as its answer: a copy of the object kept for the cache
+// (the stored bytes decoded), else the stored bytes decoded again.
+func (rq *request) writtenResult(pw *pendingWrite, so store.Object) (runtime.Object, error) {
 	rq.settle(so.Revision)
+	if pw != nil {
+		if obj, ok := rq.api.written.written(pw, so.Revision); ok {
+			return obj.DeepCopyObject(), nil
+		}
+	}
 	obj, err := decodeStored(rq.res, so)
 	if err != nil {
 		return nil, internal(err)
 	}
-	rq.api.written.put(so.Key, so.Revision, obj.DeepCopyObject())
 	return obj, nil
 }
 
@@ -349,7 +365,7 @@ func (rq *request) allocate(obj, old runtime.Object) ([]allocation, error) {
 
 // storeUpdate writes obj over revision rev, unless nothing changed (then it returns old itself).
 func (rq *request) storeUpdate(obj, old runtime.Object, rev int64, dry bool) (runtime.Object, error) {
-	so, unchanged, err := rq.storeWrite(obj, old, rev, dry)
+	so, pw, unchanged, err := rq.storeWrite(obj, old, rev, dry)
 	switch {
 	case err != nil:
 		return nil, err
@@ -358,31 +374,33 @@ func (rq *request) storeUpdate(obj, old runtime.Object, rev int64, dry bool) (ru
 	case dry:
 		return obj, nil
 	}
-	return rq.decodeResult(so)
+	return rq.writtenResult(pw, so)
 }
 
-// storeWrite is storeUpdate without decoding what was written: unchanged when obj encodes as old does (nothing
-// is written), a zero store.Object for a dry run.
-func (rq *request) storeWrite(obj, old runtime.Object, rev int64, dry bool) (so store.Object, unchanged bool, err error) {
+// storeWrite is storeUpdate without its answer: unchanged when obj encodes as old does (nothing is written), a
+// zero store.Object for a dry run; pw is what it kept for the watch cache (keepWrite).
+func (rq *request) storeWrite(obj, old runtime.Object, rev int64, dry bool) (so store.Object, pw *pendingWrite, unchanged bool, err error) {
 	data, err := encodeStored(rq.res, obj)
 	if err != nil {
-		return store.Object{}, false, internal(err)
+		return store.Object{}, nil, false, internal(err)
 	}
 	if oldData, err := encodeStored(rq.res, old); err == nil && string(oldData) == string(data) {
-		return store.Object{}, true, nil
+		return store.Object{}, nil, true, nil
 	}
 	if dry {
-		return store.Object{}, false, nil
+		return store.Object{}, nil, false, nil
 	}
 	m := mustAccessor(obj)
-	so, err = rq.api.cfg.Storage.Update(rq.ctx, rq.key(rq.res, m.GetNamespace(), m.GetName()), data, rev)
+	key := rq.key(rq.res, m.GetNamespace(), m.GetName())
+	pw = rq.keepWrite(key, data)
+	so, err = rq.api.cfg.Storage.Update(rq.ctx, key, data, rev)
 	if errors.Is(err, store.ErrConflict) {
-		return store.Object{}, false, errRetry
+		return store.Object{}, nil, false, errRetry
 	}
 	if err != nil {
-		return store.Object{}, false, storeError(err, rq.gr(), m.GetName())
+		return store.Object{}, nil, false, storeError(err, rq.gr(), m.GetName())
 	}
-	return so, false, nil
+	return so, pw, false, nil
 }
 
 // finishDelete removes an object whose deletion was waiting for finalizers that are now gone.

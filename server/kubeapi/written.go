@@ -1,6 +1,8 @@
 package kubeapi
 
 import (
+	"bytes"
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -11,45 +13,73 @@ import (
 // recentWritesSize bounds recentWrites: about the writes of a few seconds under load.
 const recentWritesSize = 8192
 
-// recentWrites keeps the objects this process created or updated lately, decoded, by (key, revision): the
-// watch cache's collections (a cluster's own and the cross-cluster one of the controllers and the scheduler)
-// take them instead of decoding the same bytes again when the store's watch brings the write back. Each was
-// decoded once from exactly the bytes stored at that revision (decodeResult), so it is the object a decode
-// would give; the collections share it and never change it (their readers copy or encode). Deletes are not kept.
-// A collection that sees a write before its writer kept it (the store's notification won the race) decodes it
-// itself, as before.
+// recentWrites hands the watch cache's collections (a cluster's own and the cross-cluster one of the
+// controllers and the scheduler) the objects this process creates and updates, so they need not decode the
+// bytes they read back from the store: a write decodes the bytes it is about to store once, before storing them,
+// and keeps the object under its key; a collection receiving that key with exactly those bytes takes the object
+// and gives it the write's revision. Kept before the write, it is there however fast the store's notification
+// brings the write back. The collections share it and never change it (their readers copy or encode).
 type recentWrites struct {
-	mu   sync.Mutex
-	objs map[writeKey]runtime.Object
-	ring []writeKey // insertion order; the oldest is overwritten
-	next int
+	mu    sync.Mutex
+	byKey map[store.Key]*pendingWrite
+	ring  []*pendingWrite // insertion order; the oldest is dropped
+	next  int
 }
 
-type writeKey struct {
-	store.Key
-	rev int64
+// pendingWrite is one write's bytes and their decoded object; rev is 0 until the write or a collection learns the
+// revision (then the object's resourceVersion is set, once, and never changes again).
+type pendingWrite struct {
+	key  store.Key
+	data []byte
+	obj  runtime.Object
+	rev  int64
 }
 
 func newRecentWrites(size int) *recentWrites {
-	return &recentWrites{objs: make(map[writeKey]runtime.Object, size), ring: make([]writeKey, size)}
+	return &recentWrites{byKey: make(map[store.Key]*pendingWrite, size), ring: make([]*pendingWrite, size)}
 }
 
-// put keeps obj as the decoded state of key at rev; obj must not change afterwards.
-func (w *recentWrites) put(key store.Key, rev int64, obj runtime.Object) {
-	k := writeKey{key, rev}
+// put keeps obj, decoded from data, as what key is about to hold; nothing else may hold obj.
+func (w *recentWrites) put(key store.Key, data []byte, obj runtime.Object) *pendingWrite {
+	pw := &pendingWrite{key: key, data: data, obj: obj}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if old := w.ring[w.next]; old.rev != 0 {
-		delete(w.objs, old)
+	if old := w.ring[w.next]; old != nil && w.byKey[old.key] == old {
+		delete(w.byKey, old.key)
 	}
-	w.ring[w.next] = k
+	w.ring[w.next] = pw
 	w.next = (w.next + 1) % len(w.ring)
-	w.objs[k] = obj
+	w.byKey[key] = pw
+	return pw
 }
 
-// get is the object kept for key at rev, or nil.
-func (w *recentWrites) get(key store.Key, rev int64) runtime.Object {
+// written gives pw the revision its write got and returns its object (shared: not to be changed).
+func (w *recentWrites) written(pw *pendingWrite, rev int64) (runtime.Object, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.objs[writeKey{key, rev}]
+	return pw.settle(rev)
+}
+
+// take is the object kept for key when its bytes are value, at revision rev; nil otherwise.
+func (w *recentWrites) take(key store.Key, rev int64, value []byte) runtime.Object {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pw := w.byKey[key]
+	if pw == nil || !bytes.Equal(pw.data, value) {
+		return nil
+	}
+	obj, ok := pw.settle(rev)
+	if !ok {
+		return nil
+	}
+	return obj
+}
+
+// settle sets the revision (under recentWrites' lock) unless another one is set already.
+func (pw *pendingWrite) settle(rev int64) (runtime.Object, bool) {
+	if pw.rev == 0 {
+		pw.rev = rev
+		mustAccessor(pw.obj).SetResourceVersion(strconv.FormatInt(rev, 10))
+	}
+	return pw.obj, pw.rev == rev
 }

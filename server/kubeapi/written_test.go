@@ -12,21 +12,37 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
-func TestRecentWritesKeepTheLatest(t *testing.T) {
+func TestRecentWritesHandOverOnce(t *testing.T) {
 	w := newRecentWrites(2)
 	k := store.Key{Cluster: "c1", Resource: "configmaps", Namespace: "default", Name: "a"}
-	objs := []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "2"}}, {ObjectMeta: metav1.ObjectMeta{Name: "3"}}}
-	for i, o := range objs {
-		w.put(k, int64(i+1), o)
+	cm := func(name string) *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	first := w.put(k, []byte("one"), cm("1"))
+	// A collection gets it only for exactly those bytes, and gives it that revision for good.
+	if w.take(k, 5, []byte("two")) != nil {
+		t.Error("other bytes found the kept object")
 	}
-	if w.get(k, 1) != nil {
-		t.Error("the oldest write outlived the ring")
+	got := w.take(k, 5, []byte("one"))
+	if got == nil || mustAccessor(got).GetResourceVersion() != "5" {
+		t.Fatalf("take: %v", got)
 	}
-	if w.get(k, 2) != objs[1] || w.get(k, 3) != objs[2] {
-		t.Error("the latest writes are not kept")
+	if w.take(k, 6, []byte("one")) != nil {
+		t.Error("the same bytes at another revision found the object kept for revision 5")
 	}
-	if w.get(store.Key{Cluster: "c2", Resource: "configmaps", Namespace: "default", Name: "a"}, 3) != nil {
-		t.Error("another cluster's key found a write")
+	if obj, ok := w.written(first, 5); !ok || obj != got {
+		t.Error("the writer did not get the object the collection took")
+	}
+	// A later write of the key replaces it; the ring drops the oldest keys.
+	w.put(k, []byte("three"), cm("3"))
+	if w.take(k, 7, []byte("one")) != nil || w.take(k, 7, []byte("three")) == nil {
+		t.Error("the key's latest write is not the one kept")
+	}
+	w.put(store.Key{Name: "b"}, []byte("b"), cm("b")) // drops the first write of k, not the latest
+	if w.take(k, 7, []byte("three")) == nil {
+		t.Error("dropping a key's older write dropped its latest")
+	}
+	w.put(store.Key{Name: "c"}, []byte("c"), cm("c"))
+	if w.take(k, 7, []byte("three")) != nil {
+		t.Error("a write outlived the ring")
 	}
 }
 
@@ -43,8 +59,8 @@ func TestCacheTakesWrittenObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The collection starts now and loads the object at the patch's revision: the object the patch decoded.
-	// (A running collection takes it as well when the store's watch brings the write after the writer kept it.)
+	// The collection starts now and loads the object at the patch's revision: the object the patch decoded
+	// (a running collection takes it as well: the write keeps it before storing it).
 	env.rawList(t, rawCMs)
 	res, _ := env.api.cfg.Registry.Lookup(corev1.SchemeGroupVersion.WithResource("configmaps"))
 	col := env.api.cache.Peek(cacheKind("c1", res))
@@ -53,13 +69,13 @@ func TestCacheTakesWrittenObjects(t *testing.T) {
 	}
 	e, ok, _ := col.Get("default", "cm")
 	key := store.Key{Cluster: "c1", Resource: res.Storage, Namespace: "default", Name: "cm"}
-	kept := env.api.written.get(key, rev)
-	if !ok || kept == nil || e.Object != kept {
-		t.Fatalf("the cache's object (%v) is not the one the patch decoded (%v)", ok, kept != nil)
-	}
 	so, err := env.api.cfg.Storage.Get(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
+	}
+	kept := env.api.written.take(key, rev, so.Value)
+	if !ok || kept == nil || e.Object != kept {
+		t.Fatalf("the cache's object (%v) is not the one the patch decoded (%v)", ok, kept != nil)
 	}
 	fresh, err := decodeStored(res, so)
 	if err != nil {
@@ -67,5 +83,18 @@ func TestCacheTakesWrittenObjects(t *testing.T) {
 	}
 	if !apiequality.Semantic.DeepEqual(fresh, e.Object) || e.Object.(*corev1.ConfigMap).Data["k"] != "w" {
 		t.Fatalf("the cache's object differs from a decode of the stored bytes:\n%+v\n%+v", e.Object, fresh)
+	}
+
+	// The collection is running now: it takes the next write's object however fast the store brings it back.
+	again := env.rawObject(t, http.MethodPatch, rawCMs+"/cm", "application/merge-patch+json", `{"data":{"k":"x"}}`, http.StatusOK)
+	rev, _ = strconv.ParseInt(again["metadata"].(map[string]any)["resourceVersion"].(string), 10, 64)
+	if err := col.WaitFor(t.Context(), rev); err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ = col.Get("default", "cm")
+	so, _ = env.api.cfg.Storage.Get(t.Context(), key)
+	if kept := env.api.written.take(key, rev, so.Value); kept == nil || e.Object != kept || e.Revision != rev ||
+		mustAccessor(e.Object).GetResourceVersion() != strconv.FormatInt(rev, 10) {
+		t.Fatalf("a running collection did not take the written object (kept %v, revision %d, want %d)", kept != nil, e.Revision, rev)
 	}
 }
