@@ -15,7 +15,9 @@ import (
 func TestRecentWritesHandOverOnce(t *testing.T) {
 	w := newRecentWrites(2)
 	k := store.Key{Cluster: "c1", Resource: "configmaps", Namespace: "default", Name: "a"}
-	cm := func(name string) *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
 	first := w.put(k, []byte("one"), cm("1"))
 	// A collection gets it only for exactly those bytes, and gives it that revision for good.
 	if w.take(k, 5, []byte("two")) != nil {
