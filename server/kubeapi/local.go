@@ -24,7 +24,9 @@ func localUser(ctx context.Context) (User, bool) {
 	return u, ok
 }
 
-// LocalConfig is a client-go configuration for cluster's API as user, served in process.
+// LocalConfig is a client-go configuration for cluster's API as user, served in process. It is for the control
+// plane's own components (controllers, scheduler): their requests take no in-flight slot (acquire), so each must
+// bound its own concurrency; never hand it to code acting for a user.
 func (a *API) LocalConfig(cluster string, user User) *rest.Config {
 	return &rest.Config{Host: "http://local" + Prefix(cluster), Transport: &localTransport{api: a, user: user},
 		QPS: -1}
