@@ -153,12 +153,20 @@ func TestHollowNodes(t *testing.T) {
 		return true
 	})
 
-	// Settled pods are not written again: twenty relists later (50 ms each) every status is as it was.
+	// Settled pods are not written again: while the nodes renew their Leases ten times more (and relist their
+	// pods about twenty times, every 50 ms), every status stays as it was.
 	before, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	mark, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, nodes[0].name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apitest.Eventually(t, "ten more lease renewals", func() bool {
+		l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, nodes[0].name, metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime.Sub(mark.Spec.RenewTime.Time) >= time.Second
+	})
 	after, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -347,8 +348,15 @@ func TestTooManyInFlightIs429(t *testing.T) {
 		metav1.CreateOptions{}); err != nil {
 		t.Errorf("in-process create while the slot is taken: %v", err)
 	}
-	// A request that finds the slot taken gets it when it frees within the wait.
-	go func() { time.Sleep(50 * time.Millisecond); <-env.api.mutating }()
+	// A request that finds the slot taken gets it when it frees within the wait: the slot is freed once the
+	// request is seen waiting.
+	env.api.cfg.InFlightWait = time.Minute
+	go func() {
+		for deadline := time.Now().Add(30 * time.Second); env.api.mutatingWaiting.Load() == 0 && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		<-env.api.mutating
+	}()
 	if r := create("waited"); r.code != http.StatusCreated {
 		t.Errorf("a request whose slot freed while it waited: %d %s, want 201", r.code, r.body)
 	}

@@ -337,10 +337,8 @@ func (f *frozenStorage) Watch(ctx context.Context, opts store.WatchOptions) (*st
 	return f.Store.Watch(ctx, opts)
 }
 
-// TestUpdatesStartFromTheCacheAndConfirmWithTheStore: an update starts from the watch cache's copy without
-// reading the store; when that copy is stale the compare-and-swap fails and the update is redone from the
-// store; a conflict, a no-op or a refusal computed from a stale copy is confirmed against the store first.
-func TestUpdatesStartFromTheCacheAndConfirmWithTheStore(t *testing.T) {
+// newFrozenEnv is a test API whose watch cache is fed by frozenStorage: collections keep what they loaded.
+func newFrozenEnv(t *testing.T) (*testEnv, *frozenStorage) {
 	var fs *frozenStorage
 	env := newTestEnv(t, func(c *Config) {
 		fs = &frozenStorage{Store: c.Storage.(*store.Store)}
@@ -348,6 +346,14 @@ func TestUpdatesStartFromTheCacheAndConfirmWithTheStore(t *testing.T) {
 		c.WatchCache = watchcache.New(watchcache.Config{Source: fs, Logger: slog.New(slog.DiscardHandler)})
 		t.Cleanup(c.WatchCache.Close)
 	})
+	return env, fs
+}
+
+// TestUpdatesStartFromTheCacheAndConfirmWithTheStore: an update starts from the watch cache's copy without
+// reading the store; when that copy is stale the compare-and-swap fails and the update is redone from the
+// store; a conflict, a no-op or a refusal computed from a stale copy is confirmed against the store first.
+func TestUpdatesStartFromTheCacheAndConfirmWithTheStore(t *testing.T) {
+	env, fs := newFrozenEnv(t)
 	env.rawCreate(t, rawPods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`)
 	env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}`)
 	env.rawList(t, rawPods) // the collections load now, and then never change
@@ -430,13 +436,7 @@ func cachedRevision(t *testing.T, env *testEnv, name string) int64 {
 // is served from a running collection without reading the store; a plain GET reads the store; an object the
 // cache does not hold comes from the store.
 func TestGetAtResourceVersionZeroReadsTheCache(t *testing.T) {
-	var fs *frozenStorage
-	env := newTestEnv(t, func(c *Config) {
-		fs = &frozenStorage{Store: c.Storage.(*store.Store)}
-		c.Storage = fs
-		c.WatchCache = watchcache.New(watchcache.Config{Source: fs, Logger: slog.New(slog.DiscardHandler)})
-		t.Cleanup(c.WatchCache.Close)
-	})
+	env, fs := newFrozenEnv(t)
 	env.rawCreate(t, rawCMs, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"v":"1"}}`)
 	env.rawList(t, rawCMs) // the collection loads now, and then never changes
 	env.rawObject(t, http.MethodPatch, rawCMs+"/cm", "application/merge-patch+json", `{"data":{"v":"2"}}`, http.StatusOK)
