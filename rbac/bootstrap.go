@@ -82,6 +82,10 @@ const (
 	wheelhouseTeamViewer = "wheelhouse:team:viewer"
 )
 
+// TeamGroup is the Kubernetes group a member with team role has in the team's clusters (the built-in bindings
+// wheelhouse:team:<role> give it cluster-admin, edit or view).
+func TeamGroup(role string) string { return "wheelhouse:team:" + role }
+
 // Well-known users, groups and namespaces.
 const (
 	kubeSystemNamespace = "kube-system"

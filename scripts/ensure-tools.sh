@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Makes sure the commands the tests drive are on this machine: ip (iproute2) and nsenter (util-linux) for the
-# agents' network-namespace e2e tests, curl for install.sh's tests. Used by `make test`. As root on
-# Debian/Ubuntu it installs the missing packages; otherwise it prints the command.
+# agents' network-namespace e2e tests, curl for install.sh's tests, and Chromium with a text font for the
+# dashboard's browser tests (web/browsertest; fonts-liberation so screenshots show readable text). Used by
+# `make test`. As root on Debian/Ubuntu it installs the missing packages; otherwise it prints the command.
 set -euo pipefail
 
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
 command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
+# web/browsertest also accepts chromium-browser or google-chrome (or $WHEELHOUSE_CHROMIUM); Debian's package is chromium.
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+  command -v google-chrome >/dev/null 2>&1 || [ -n "${WHEELHOUSE_CHROMIUM:-}" ] || missing+=(chromium)
+[ "$(dpkg-query -W -f='${Status}' fonts-liberation 2>/dev/null)" = "install ok installed" ] ||
+  [ -n "$(fc-list 'Liberation Sans' 2>/dev/null)" ] || missing+=(fonts-liberation)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -32,6 +32,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 	"github.com/wheelhouse-dev/wheelhouse/version"
+	"github.com/wheelhouse-dev/wheelhouse/web"
 )
 
 // apis bootstraps the first team, cluster and admin (printing generated secrets once), makes sure every
@@ -174,7 +175,13 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 			prev()
 		}
 	}(closeAll)
-	return []func(*echo.Echo){api.Register, plat.Register, agents.Register, installer.Register}, closeAll, nil
+	dash, err := web.New(web.Config{Tenancy: ten, API: api, Registry: reg, Authorizer: authz, Policy: policy,
+		Platform: plat.Handler(), CA: caPEM, Health: health(st), Logger: log.With("component", "web")})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return []func(*echo.Echo){api.Register, plat.Register, agents.Register, installer.Register, dash.Register}, closeAll, nil
 }
 
 // replicaIdentity names this server process in the controller lease and the tunnel directory: host name,
@@ -256,4 +263,30 @@ func (c clusterSource) Cluster(ctx context.Context, id string) (kubeapi.Cluster,
 		return kubeapi.Cluster{}, err
 	}
 	return kubeapi.Cluster{ID: cl.ID, ServiceCIDR: cl.ServiceCIDR.String(), PodCIDR: cl.PodCIDR.String()}, nil
+}
+
+// health reports the control plane on the dashboard's overview: the store answers, and which replica runs the
+// controllers and the scheduler.
+func health(st *store.Store) func(ctx context.Context) []web.HealthCheck {
+	return func(ctx context.Context) []web.HealthCheck {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		out := []web.HealthCheck{{Name: "API server", OK: true, Detail: "serving this page"}}
+		rev, err := st.CurrentRevision(ctx)
+		if err != nil {
+			out = append(out, web.HealthCheck{Name: "Object store (PostgreSQL)", Detail: "not answering"})
+		} else {
+			out = append(out, web.HealthCheck{Name: "Object store (PostgreSQL)", OK: true, Detail: "revision " + strconv.FormatInt(rev, 10)})
+		}
+		holder, _, err := leader.Holder(ctx, st, leader.Key)
+		switch {
+		case err != nil:
+			out = append(out, web.HealthCheck{Name: "Controllers and scheduler", Detail: "lease unreadable"})
+		case holder == "":
+			out = append(out, web.HealthCheck{Name: "Controllers and scheduler", Detail: "no replica leads"})
+		default:
+			out = append(out, web.HealthCheck{Name: "Controllers and scheduler", OK: true, Detail: "led by " + holder})
+		}
+		return out
+	}
 }

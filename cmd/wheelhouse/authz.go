@@ -23,10 +23,6 @@ import (
 // mastersGroup may do anything without RBAC (upstream's privileged group; no user is put in it by default).
 const mastersGroup = "system:masters"
 
-// teamGroupPrefix + role is the group a team member has in the team's clusters; the built-in bindings
-// wheelhouse:team:<role> give it cluster-admin, edit or view.
-const teamGroupPrefix = "wheelhouse:team:"
-
 type tokenAuthenticator struct{ ten *tenancy.Store }
 
 // AuthenticateToken checks the token and the caller's membership of the cluster's team, fresh from PostgreSQL;
@@ -55,7 +51,7 @@ func (a tokenAuthenticator) AuthenticateToken(ctx context.Context, cluster, toke
 		return kubeapi.User{}, err
 	}
 	return kubeapi.User{Name: acc.Email, UID: acc.UserID, Revision: acc.Revision,
-		Groups: []string{"system:authenticated", teamGroupPrefix + acc.Role}}, nil
+		Groups: []string{"system:authenticated", rbac.TeamGroup(acc.Role)}}, nil
 }
 
 // rbacAuthorizer is the Kubernetes API's authorizer: system:masters, then RBAC.

@@ -218,3 +218,22 @@ func (e *elector) release() {
 
 // String describes the election for logs.
 func (c Config) String() string { return fmt.Sprintf("lease %s as %s", c.Key, c.Identity) }
+
+// Holder reads who holds the lease at key (Key when zero) and its renewal count: "" when nobody does. A caller
+// that reads it twice a lease duration apart and sees the same count knows the holder stopped renewing.
+func Holder(ctx context.Context, st Store, key store.Key) (string, int64, error) {
+	if key == (store.Key{}) {
+		key = Key
+	}
+	obj, err := st.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", 0, nil
+	} else if err != nil {
+		return "", 0, err
+	}
+	var r record
+	if err := json.Unmarshal(obj.Value, &r); err != nil {
+		return "", 0, fmt.Errorf("leader: lease %s: %w", key, err)
+	}
+	return r.Holder, r.Renewals, nil
+}

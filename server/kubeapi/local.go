@@ -17,19 +17,40 @@ import (
 
 type localUserKey struct{}
 
+// localCaller is who an in-process request runs as; exempt requests (the control plane's own) take no in-flight
+// slot.
+type localCaller struct {
+	user   User
+	exempt bool
+}
+
 // localUser is the user a LocalTransport request runs as; an HTTP client cannot set a context value, so it
 // cannot pose as one.
 func localUser(ctx context.Context) (User, bool) {
-	u, ok := ctx.Value(localUserKey{}).(User)
-	return u, ok
+	c, ok := ctx.Value(localUserKey{}).(localCaller)
+	return c.user, ok
+}
+
+// exemptLocal reports whether ctx is an in-process request of the control plane's own components.
+func exemptLocal(ctx context.Context) bool {
+	c, ok := ctx.Value(localUserKey{}).(localCaller)
+	return ok && c.exempt
 }
 
 // LocalConfig is a client-go configuration for cluster's API as user, served in process. It is for the control
 // plane's own components (controllers, scheduler): their requests take no in-flight slot (acquire), so each must
 // bound its own concurrency; never hand it to code acting for a user.
 func (a *API) LocalConfig(cluster string, user User) *rest.Config {
-	return &rest.Config{Host: "http://local" + Prefix(cluster), Transport: &localTransport{api: a, user: user},
-		QPS: -1}
+	return &rest.Config{Host: "http://local" + Prefix(cluster), Transport: &localTransport{api: a,
+		caller: localCaller{user: user, exempt: true}}, QPS: -1}
+}
+
+// UserConfig is a client-go configuration for cluster's API as user, served in process, for code acting for a
+// signed-in person (the dashboard): unlike LocalConfig its requests take in-flight slots like any client's, and
+// user is whoever the caller authenticated (a session), authorized by RBAC like a token would be.
+func (a *API) UserConfig(cluster string, user User) *rest.Config {
+	return &rest.Config{Host: "http://local" + Prefix(cluster), Transport: &localTransport{api: a,
+		caller: localCaller{user: user}}, QPS: -1}
 }
 
 // Cluster is cluster id as Config.Clusters tells it (its networks), for in-process clients that need more of
@@ -39,8 +60,8 @@ func (a *API) Cluster(ctx context.Context, id string) (Cluster, error) {
 }
 
 type localTransport struct {
-	api  *API
-	user User
+	api    *API
+	caller localCaller
 }
 
 // localEcho routes in-process requests (one Echo instance per API, made on first use).
@@ -56,7 +77,7 @@ func (a *API) localEcho() *echo.Echo {
 // RoundTrip serves req in process. The response body streams (watches work): the handler runs in its own
 // goroutine writing into a pipe, and the response is returned as soon as the handler has written its header.
 func (t *localTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(context.WithValue(req.Context(), localUserKey{}, t.user))
+	req = req.Clone(context.WithValue(req.Context(), localUserKey{}, t.caller))
 	pr, pw := io.Pipe()
 	w := &pipeWriter{header: http.Header{}, pw: pw, ready: make(chan struct{})}
 	go func() {

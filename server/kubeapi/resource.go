@@ -119,7 +119,7 @@ func (rq *request) checkSubresource() error {
 // Config.InFlightWait, as upstream's priority-and-fairness queues them, then get 429 with Retry-After; so do
 // requests arriving while as many already wait as there are slots.
 func (rq *request) acquire() (func(), error) {
-	if _, local := localUser(rq.r.Context()); local {
+	if exemptLocal(rq.r.Context()) {
 		return func() {}, nil
 	}
 	slots, waiting := rq.api.readOnly, &rq.api.readOnlyWaiting

@@ -112,8 +112,9 @@ type acceptBody struct {
 	Password string `json:"password,omitempty"`
 }
 
-// acceptInvitation joins the team an invitation names: as the signed-in user (Bearer token), or as a new user
-// whose account it creates with the invitation's email and the given password.
+// acceptInvitation joins the team an invitation names: as the signed-in user (Bearer token, or a browser session
+// with its CSRF token), or as a new user whose account it creates with the invitation's email and the given
+// password.
 func (a *API) acceptInvitation(c echo.Context, who *caller) *Problem {
 	var b acceptBody
 	if p := decode(c, &b); p != nil {
@@ -130,6 +131,20 @@ func (a *API) acceptInvitation(c echo.Context, who *caller) *Problem {
 		}
 		who.Principal = *p
 		m, err := a.cfg.Tenancy.AcceptInvitation(ctx, b.Token, p.UserID)
+		if err != nil {
+			return a.internal(c, err, "invitation")
+		}
+		who.team = m.ID
+		return jsonOK(c, http.StatusOK, teamView{ID: m.ID, Name: m.Name, CreatedAt: m.CreatedAt, Role: m.Role})
+	}
+	if ck, err := c.Cookie(SessionCookie); err == nil && ck.Value != "" && b.Password == "" {
+		// A signed-in browser (the dashboard's invitation page) accepts as its user, with the session's CSRF token.
+		sc, p := a.sessionCaller(c)
+		if p != nil {
+			return p
+		}
+		who.Principal = sc.Principal
+		m, err := a.cfg.Tenancy.AcceptInvitation(ctx, b.Token, sc.UserID)
 		if err != nil {
 			return a.internal(c, err, "invitation")
 		}

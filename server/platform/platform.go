@@ -252,3 +252,11 @@ func (a *API) clusterAccess(c echo.Context, who *caller, cluster, obj, act strin
 	}
 	return cl, nil
 }
+
+// Handler is the API alone, for in-process requests (the dashboard's team actions, made with the user's
+// session so the same authorization and audit apply).
+func (a *API) Handler() http.Handler {
+	e := echo.New()
+	a.Register(e)
+	return e
+}
