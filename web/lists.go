@@ -143,8 +143,8 @@ func resourceKey(r *resources.Resource) string {
 	return r.Plural + "." + r.GVK.Group
 }
 
-// buildList filters, sorts and pages col's objects in namespace by lq.
-func buildList(col *watchcache.Collection, res *resources.Resource, cluster string, lq listQuery, now time.Time) listView {
+// buildList filters, sorts and pages entries (a collection's objects in lq's namespace, in key order) by lq.
+func buildList(entries []*watchcache.Entry, res *resources.Resource, cluster string, lq listQuery, now time.Time) listView {
 	lv := listView{Cluster: cluster, Res: res, Key: resourceKey(res), Query: lq, AllNS: res.Namespaced && lq.Namespace == "",
 		GeneratedAt: now}
 	ls, fs, err := parseSelectors(lq.Label, lq.fieldSelector())
@@ -152,11 +152,6 @@ func buildList(col *watchcache.Collection, res *resources.Resource, cluster stri
 		lv.FilterErr = err.Error()
 		ls, fs = labels.Everything(), fields.Everything()
 	}
-	ns := lq.Namespace
-	if !res.Namespaced {
-		ns = ""
-	}
-	entries, _ := col.List(ns)
 	matched := entries
 	if !ls.Empty() || !fs.Empty() {
 		matched = make([]*watchcache.Entry, 0, len(entries))

@@ -111,7 +111,8 @@ func renderListRegion(ctx context.Context, d *Dashboard, s *scope, q url.Values)
 	if err != nil {
 		return nil, err
 	}
-	return listTable(buildList(col, res, s.cluster.ID, lq, d.cfg.Now())), nil
+	entries, _ := col.List(ns)
+	return listTable(buildList(entries, res, s.cluster.ID, lq, d.cfg.Now())), nil
 }
 
 // regionError renders a region that cannot be shown on a full page: the reason of a *live.Gone, else err.
