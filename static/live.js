@@ -46,7 +46,12 @@
         r.el.appendChild(p);
         regions.delete(m.id);
       } else if (m.t === "bye") {
+        // The server ended this tab's updates (signed out, removed from the team): what it showed goes too.
+        enabled = false;
         setState("off");
+        regions.forEach(function (r) { r.el.innerHTML = ""; var p = document.createElement("p"); p.className = "gone";
+          p.setAttribute("role", "status"); p.dataset.testid = "region-gone"; p.textContent = m.reason; r.el.appendChild(p); });
+        regions.clear();
         var b = document.getElementById("live-bye");
         if (b) { b.textContent = m.reason; b.hidden = false; }
       }

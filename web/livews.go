@@ -33,12 +33,7 @@ func (d *Dashboard) serveLive(c echo.Context) error {
 	}
 	ls := &liveSession{d: d, v: v, scopes: map[string]cachedScope{}}
 	opts := d.cfg.Live
-	opts.Check = func(ctx context.Context) error {
-		if _, err := d.cfg.Tenancy.Session(ctx, v.sessionID); errors.Is(err, tenancy.ErrUnauthenticated) || errors.Is(err, tenancy.ErrNotFound) {
-			return &live.Gone{Reason: "You have been signed out. Sign in again to see live updates."}
-		}
-		return nil // a database hiccup does not end a tab
-	}
+	opts.Check = ls.check
 	// The connection outlives the request's handler context only as long as the server runs.
 	_ = live.Serve(context.WithoutCancel(c.Request().Context()), ws, ls.resolve, opts)
 	return nil
@@ -77,6 +72,29 @@ func (ls *liveSession) scope(ctx context.Context, cluster string) (*scope, error
 		ls.mu.Unlock()
 	}
 	return s, err
+}
+
+// check runs every few seconds: a session that ended, or a membership removed from a cluster the tab shows,
+// ends the connection (the tab replaces what it showed with the reason). A database hiccup does not.
+func (ls *liveSession) check(ctx context.Context) error {
+	if _, err := ls.d.cfg.Tenancy.Session(ctx, ls.v.sessionID); errors.Is(err, tenancy.ErrUnauthenticated) || errors.Is(err, tenancy.ErrNotFound) {
+		return &live.Gone{Reason: "You have been signed out. Sign in again to see live updates."}
+	}
+	ls.mu.Lock()
+	clusters := make([]string, 0, len(ls.scopes))
+	for c := range ls.scopes {
+		clusters = append(clusters, c)
+	}
+	ls.mu.Unlock()
+	for _, c := range clusters {
+		ls.mu.Lock()
+		delete(ls.scopes, c) // read the membership again
+		ls.mu.Unlock()
+		if _, err := ls.scope(ctx, c); isGone(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 func isGone(err error) bool {

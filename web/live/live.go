@@ -55,6 +55,7 @@ type Options struct {
 	Check      func(ctx context.Context) error
 	CheckEvery time.Duration
 	// After is the timer (default time.After); tests pass their own to decide when a coalesced render happens.
+	Now    func() time.Time
 	After  func(time.Duration) <-chan time.Time
 	Logger *slog.Logger
 	// Rendered, when set, is told of every render and its duration (metrics and the perf harness).
@@ -76,6 +77,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.CheckEvery == 0 {
 		o.CheckEvery = 5 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.After == nil {
 		o.After = time.After
@@ -132,6 +136,8 @@ type conn struct {
 
 // ErrTooSlow ends a connection whose tab does not take its fragments fast enough.
 var ErrTooSlow = errors.New("live: tab too slow; disconnected to resync")
+
+var ErrBadMessage = errors.New("live: bad message from the tab")
 
 // Serve runs one tab's connection until the tab goes, ctx ends or the connection fails; it closes ws.
 func Serve(ctx context.Context, ws *websocket.Conn, resolve Resolver, opts Options) error {
@@ -199,7 +205,7 @@ func (c *conn) readLoop(ctx context.Context) error {
 		case "ping":
 			c.sendControl(serverMsg{T: "pong"})
 		default:
-			return fmt.Errorf("live: unknown message %q", m.T)
+			return fmt.Errorf("%w: unknown type %q", ErrBadMessage, m.T)
 		}
 	}
 }
@@ -343,7 +349,7 @@ func (c *conn) renderLoop(ctx context.Context) error {
 // renderDirty renders every dirty region whose Interval has passed and returns how long until the next one may
 // render (0: none waiting).
 func (c *conn) renderDirty(ctx context.Context) (time.Duration, error) {
-	now := time.Now()
+	now := c.opts.Now()
 	c.mu.Lock()
 	if c.paused {
 		c.mu.Unlock()
