@@ -35,7 +35,8 @@ func (d *Dashboard) serveLive(c echo.Context) error {
 	opts := d.cfg.Live
 	opts.Check = ls.check
 	// The connection outlives the request's handler context only as long as the server runs.
-	_ = live.Serve(context.WithoutCancel(c.Request().Context()), ws, ls.resolve, opts)
+	err = live.Serve(context.WithoutCancel(c.Request().Context()), ws, ls.resolve, opts)
+	d.log.Debug("live connection ended", "user", v.sess.Email, "err", err)
 	return nil
 }
 
@@ -82,8 +83,10 @@ func (ls *liveSession) check(ctx context.Context) error {
 	}
 	ls.mu.Lock()
 	clusters := make([]string, 0, len(ls.scopes))
-	for c := range ls.scopes {
-		clusters = append(clusters, c)
+	for c, cs := range ls.scopes {
+		if cs.err == nil { // only clusters the tab was allowed to see; a refused subscription ends nothing
+			clusters = append(clusters, c)
+		}
 	}
 	ls.mu.Unlock()
 	for _, c := range clusters {

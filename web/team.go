@@ -130,6 +130,7 @@ type accessView struct {
 	Form        map[string]string
 	Errors      map[string]string
 	Error, Done string
+	FormError   string // the invitation form's refusal, shown in the form
 	Roles       []string
 	Self        string
 }
@@ -197,7 +198,12 @@ func (d *Dashboard) createInvitation(c echo.Context) error {
 	}
 	v.Done, v.Error = "", ""
 	if a.Problem != nil {
-		v.Form, v.Errors, v.Error = body, fieldErrors(a.Problem), problemText(a.Problem)
+		v.Form, v.Errors = body, fieldErrors(a.Problem)
+		if v.CanInvite {
+			v.FormError = problemText(a.Problem) // next to the form
+		} else {
+			v.Error = problemText(a.Problem)
+		}
 		return d.render(c, a.Status, accessPage(v))
 	}
 	var created struct {

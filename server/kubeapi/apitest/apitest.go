@@ -69,6 +69,18 @@ func NewWith(t testing.TB, configure func(*kubeapi.Config)) (*kubeapi.API, *reso
 	return api, reg
 }
 
+// NewOn is NewWith on the migrated database at dbURL (a test that also opens other stores on it: tenancy). The
+// API still serves only Clusters unless configure replaces Config.Clusters.
+func NewOn(t testing.TB, dbURL string, configure func(*kubeapi.Config)) (*kubeapi.API, *resources.Registry) {
+	t.Helper()
+	api, reg, stop, err := start(t.Context(), dbURL, slog.New(slog.DiscardHandler), configure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return api, reg
+}
+
 // Start is New outside tests (the perf harness): the API on the migrated database at dbURL, with the built-in
 // RBAC objects in clusters c1 and c2 and the real authorizer; stop closes the API and the store.
 func Start(ctx context.Context, dbURL string, log *slog.Logger) (api *kubeapi.API, reg *resources.Registry, stop func(), err error) {
