@@ -54,7 +54,9 @@ func (c tenancyClusters) Cluster(ctx context.Context, id string) (kubeapi.Cluste
 
 type apiClusters struct{ api *kubeapi.API }
 
-func (c apiClusters) EnsureCluster(ctx context.Context, id string) error { return c.api.EnsureCluster(ctx, id) }
+func (c apiClusters) EnsureCluster(ctx context.Context, id string) error {
+	return c.api.EnsureCluster(ctx, id)
+}
 func (c apiClusters) DeleteClusterObjects(ctx context.Context, id string) error {
 	return c.api.DeleteClusterObjects(ctx, id)
 }

@@ -45,16 +45,19 @@ type Options struct {
 	Interval time.Duration
 	// WriteTimeout closes a connection whose write blocks this long (default 10 s).
 	WriteTimeout time.Duration
-	// MaxQueued bounds the bytes of rendered fragments waiting to be sent (default 8 MiB); past it the tab is too
-	// slow and is disconnected (it resyncs when it reconnects).
+	// MaxQueued bounds the bytes of rendered fragments waiting to be sent (default 8 MiB); past it, or past
+	// MaxRegions+64 control messages (pong, gone) waiting, the tab is too slow and is disconnected (it resyncs
+	// when it reconnects).
 	MaxQueued int
 	// MaxRegions bounds a connection's subscriptions (default 64).
 	MaxRegions int
 	// Check runs every CheckEvery (default 5 s) and once before the first render: an error ends the connection
-	// (the session ended, the membership was removed). Nil: no check.
+	// with a bye that says why (the session ended, the membership was removed). Nil: no check.
 	Check      func(ctx context.Context) error
 	CheckEvery time.Duration
-	// After is the timer (default time.After); tests pass their own to decide when a coalesced render happens.
+	// Now and After are the clock (default time.Now and time.After): a dirty region is due when Now has passed
+	// its Interval, and After wakes the connection when it will be (and for checks, retries and watch restarts).
+	// Tests pass a fake clock to decide when a coalesced render happens. After is called from several goroutines.
 	Now    func() time.Time
 	After  func(time.Duration) <-chan time.Time
 	Logger *slog.Logger
@@ -106,14 +109,24 @@ type serverMsg struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+const (
+	retryAfter   = time.Second // a region whose Render failed is rendered again this much later
+	restartAfter = time.Second // a broken watch is restarted this much later
+	byeTimeout   = time.Second // how long the last writes of a connection ending with a bye may take
+	// controlSlack is how many control messages (pong, gone) beyond MaxRegions may wait to be sent; a tab that
+	// sends more pings than it reads pongs is too slow.
+	controlSlack = 64
+)
+
 // sub is one subscribed region of a connection.
 type sub struct {
 	id, kind string
 	region   Region
 	cancel   context.CancelFunc
-	seq      uint64
-	dirty    bool
-	last     time.Time // last render
+	// guarded by conn.mu
+	seq   uint64
+	dirty bool
+	next  time.Time // the region renders no earlier than this (Options.Now's time; zero: at once)
 }
 
 // conn is one tab's connection.
@@ -122,6 +135,7 @@ type conn struct {
 	ws      *websocket.Conn
 	resolve Resolver
 
+	// mu guards the fields below and the guarded fields of every sub; it is never held while calling out.
 	mu      sync.Mutex
 	subs    map[string]*sub
 	paused  bool
@@ -130,20 +144,24 @@ type conn struct {
 	queued  int      // bytes in queue
 	control []serverMsg
 
-	wake  chan struct{} // capacity 1: the render loop has work
-	write chan struct{} // capacity 1: the writer has work
+	wake     chan struct{}  // capacity 1: the render loop has work
+	write    chan struct{}  // capacity 1: the writer has work
+	watchers sync.WaitGroup // the subscriptions' watch goroutines
 }
 
-// ErrTooSlow ends a connection whose tab does not take its fragments fast enough.
-var ErrTooSlow = errors.New("live: tab too slow; disconnected to resync")
+var (
+	// ErrTooSlow ends a connection whose tab does not take its fragments fast enough.
+	ErrTooSlow = errors.New("live: tab too slow; disconnected to resync")
+	// ErrBadMessage ends a connection whose tab sent a message of a type this package does not know.
+	ErrBadMessage = errors.New("live: bad message from the tab")
+)
 
-var ErrBadMessage = errors.New("live: bad message from the tab")
-
-// Serve runs one tab's connection until the tab goes, ctx ends or the connection fails; it closes ws.
+// Serve runs one tab's connection until the tab goes, ctx ends or the connection fails, and returns why; it
+// closes ws. Only the writer goroutine writes to ws while the connection runs. When Check fails, the tab is told
+// why in a bye message (after the write in flight, if it ends within a second) and Serve returns Check's
+// error; a tab too slow for its fragments is closed without one (ErrTooSlow: its socket is full).
 func Serve(ctx context.Context, ws *websocket.Conn, resolve Resolver, opts Options) error {
 	opts.setDefaults()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	c := &conn{opts: opts, ws: ws, resolve: resolve, subs: map[string]*sub{}, queue: map[string]serverMsg{},
 		wake: make(chan struct{}, 1), write: make(chan struct{}, 1)}
 	defer ws.Close()
@@ -154,26 +172,62 @@ func Serve(ctx context.Context, ws *websocket.Conn, resolve Resolver, opts Optio
 		}
 	}
 	ws.SetReadLimit(64 << 10)
-	done := make(chan error, 3)
-	go func() { done <- c.readLoop(ctx) }()
-	go func() { done <- c.writeLoop(ctx) }()
-	go func() { done <- c.renderLoop(ctx) }()
-	err := <-done
-	cancel(err)
-	c.mu.Lock()
-	for _, s := range c.subs {
-		s.cancel()
+	err := c.run(ctx)
+	var b *byeError
+	if errors.As(err, &b) {
+		return b.err
 	}
-	c.mu.Unlock()
-	_ = ws.Close()
-	<-done
-	<-done
 	return err
 }
 
-// bye tells the tab why the connection ends (best effort) before it is closed.
+// byeError ends a connection with a bye message that tells the tab why.
+type byeError struct{ err error }
+
+func (e *byeError) Error() string { return e.err.Error() }
+func (e *byeError) Unwrap() error { return e.err }
+
+// run runs the reader, the writer and the render loop until one of them ends, stops the others and the
+// subscriptions' watches (their contexts are children of run's), and returns the first one's error.
+func (c *conn) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	read := make(chan error, 1)
+	loops := make(chan error, 2) // the writer and the render loop: both end when ctx does
+	go func() { read <- c.readLoop(ctx) }()
+	go func() { loops <- c.writeLoop(ctx) }()
+	go func() { loops <- c.renderLoop(ctx) }()
+	var err error
+	running := 2
+	select {
+	case err = <-read:
+		read = nil
+	case err = <-loops:
+		running--
+	}
+	cancel(err)
+	var b *byeError
+	if errors.As(err, &b) {
+		_ = c.ws.NetConn().SetWriteDeadline(time.Now().Add(byeTimeout)) // bounds the write in flight
+	} else {
+		_ = c.ws.Close() // ends a read or a write in flight at once
+	}
+	for ; running > 0; running-- {
+		<-loops
+	}
+	if b != nil {
+		c.bye(b.err) // the writer has ended: this is the only write
+	}
+	_ = c.ws.Close()
+	if read != nil {
+		<-read
+	}
+	c.watchers.Wait()
+	return err
+}
+
+// bye tells the tab why the connection ends (best effort) before it is closed; nothing else may be writing.
 func (c *conn) bye(err error) {
-	_ = c.ws.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = c.ws.SetWriteDeadline(time.Now().Add(byeTimeout))
 	reason := "disconnected"
 	var g *Gone
 	if errors.As(err, &g) {
@@ -190,7 +244,9 @@ func (c *conn) readLoop(ctx context.Context) error {
 		}
 		switch m.T {
 		case "sub":
-			c.subscribe(ctx, m)
+			if err := c.subscribe(ctx, m); err != nil {
+				return err
+			}
 		case "unsub":
 			c.unsubscribe(m.ID)
 		case "pause":
@@ -203,7 +259,9 @@ func (c *conn) readLoop(ctx context.Context) error {
 			c.mu.Unlock()
 			c.signal(c.wake)
 		case "ping":
-			c.sendControl(serverMsg{T: "pong"})
+			if err := c.sendControl(serverMsg{T: "pong"}); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("%w: unknown type %q", ErrBadMessage, m.T)
 		}
@@ -217,38 +275,48 @@ func (c *conn) signal(ch chan struct{}) {
 	}
 }
 
-func (c *conn) sendControl(m serverMsg) {
+// sendControl queues m before any fragment; a tab that lets too many of them wait is too slow.
+func (c *conn) sendControl(m serverMsg) error {
 	c.mu.Lock()
-	c.control = append(c.control, m)
+	full := len(c.control) >= c.opts.MaxRegions+controlSlack
+	if !full {
+		c.control = append(c.control, m)
+	}
 	c.mu.Unlock()
+	if full {
+		return ErrTooSlow
+	}
 	c.signal(c.write)
+	return nil
 }
 
-func (c *conn) subscribe(ctx context.Context, m clientMsg) {
+func (c *conn) subscribe(ctx context.Context, m clientMsg) error {
 	if m.ID == "" || len(m.ID) > 64 {
-		c.sendControl(serverMsg{T: "gone", ID: m.ID, Reason: "bad subscription id"})
-		return
+		return c.sendControl(serverMsg{T: "gone", ID: m.ID, Reason: "bad subscription id"})
 	}
 	c.unsubscribe(m.ID) // a re-subscription replaces the old one
 	c.mu.Lock()
 	full := len(c.subs) >= c.opts.MaxRegions
 	c.mu.Unlock()
 	if full {
-		c.sendControl(serverMsg{T: "gone", ID: m.ID, Reason: "too many live regions on this page"})
-		return
+		return c.sendControl(serverMsg{T: "gone", ID: m.ID, Reason: "too many live regions on this page"})
 	}
 	region, err := c.resolve(ctx, m.Region, m.Params)
 	if err != nil {
-		c.sendControl(serverMsg{T: "gone", ID: m.ID, Reason: goneReason(err)})
-		return
+		return c.sendControl(serverMsg{T: "gone", ID: m.ID, Reason: goneReason(err)})
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &sub{id: m.ID, kind: m.Region, region: region, cancel: cancel, dirty: true}
 	c.mu.Lock()
 	c.subs[m.ID] = s
 	c.mu.Unlock()
-	go c.watch(sctx, s)
+	c.watchers.Add(1)
+	go func() {
+		defer c.watchers.Done()
+		c.watch(sctx, s)
+	}()
 	c.signal(c.wake)
+	return nil
 }
 
 func goneReason(err error) string {
@@ -272,7 +340,7 @@ func (c *conn) watch(ctx context.Context, s *sub) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-c.opts.After(restartAfter):
 		}
 	}
 }
@@ -289,15 +357,28 @@ func (c *conn) markDirty(s *sub) {
 
 func (c *conn) unsubscribe(id string) {
 	c.mu.Lock()
-	s, ok := c.subs[id]
+	s := c.subs[id]
+	c.mu.Unlock()
+	if s != nil {
+		c.drop(s)
+	}
+}
+
+// drop ends s's subscription and drops its queued fragment, if s is still the subscription under its id (a
+// render that ends after its region was unsubscribed, or subscribed again, must not touch the new one); it
+// reports whether it was.
+func (c *conn) drop(s *sub) bool {
+	c.mu.Lock()
+	ok := c.subs[s.id] == s
 	if ok {
-		delete(c.subs, id)
-		c.dropQueued(id)
+		delete(c.subs, s.id)
+		c.dropQueued(s.id)
 	}
 	c.mu.Unlock()
 	if ok {
 		s.cancel()
 	}
+	return ok
 }
 
 // dropQueued removes id's queued fragment; c.mu must be held.
@@ -317,18 +398,22 @@ func (c *conn) dropQueued(id string) {
 // renderLoop renders dirty regions, each at most once per Interval, and re-checks the connection's right to
 // exist every CheckEvery.
 func (c *conn) renderLoop(ctx context.Context) error {
-	check := c.opts.After(c.opts.CheckEvery)
-	var timer <-chan time.Time
+	var check <-chan time.Time
+	if c.opts.Check != nil {
+		check = c.opts.After(c.opts.CheckEvery)
+	}
+	var timer <-chan time.Time // fires at timerAt, when a waiting region is due
+	var timerAt time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-check:
-			if c.opts.Check != nil {
-				if err := c.opts.Check(ctx); err != nil {
-					c.bye(err)
-					return err
+			if err := c.opts.Check(ctx); err != nil {
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
 				}
+				return &byeError{err}
 			}
 			check = c.opts.After(c.opts.CheckEvery)
 			continue
@@ -336,43 +421,22 @@ func (c *conn) renderLoop(ctx context.Context) error {
 			timer = nil
 		case <-c.wake:
 		}
-		next, err := c.renderDirty(ctx)
+		at, waiting, err := c.renderDirty(ctx)
 		if err != nil {
 			return err
 		}
-		if next > 0 && timer == nil {
-			timer = c.opts.After(next)
+		// A timer set for a later region (or a retry) must not hold back one due sooner.
+		if waiting && (timer == nil || at.Before(timerAt)) {
+			timer, timerAt = c.opts.After(at.Sub(c.opts.Now())), at
 		}
 	}
 }
 
-// renderDirty renders every dirty region whose Interval has passed and returns how long until the next one may
-// render (0: none waiting).
-func (c *conn) renderDirty(ctx context.Context) (time.Duration, error) {
+// renderDirty renders every dirty region that is due and reports when the first dirty region still waiting
+// will be (waiting false: none is, or the tab is paused).
+func (c *conn) renderDirty(ctx context.Context) (at time.Time, waiting bool, err error) {
 	now := c.opts.Now()
-	c.mu.Lock()
-	if c.paused {
-		c.mu.Unlock()
-		return 0, nil
-	}
-	var due []*sub
-	var wait time.Duration
-	for _, s := range c.subs {
-		if !s.dirty {
-			continue
-		}
-		if left := c.opts.Interval - now.Sub(s.last); !s.last.IsZero() && left > 0 {
-			if wait == 0 || left < wait {
-				wait = left
-			}
-			continue
-		}
-		s.dirty = false
-		s.last = now
-		due = append(due, s)
-	}
-	c.mu.Unlock()
-	for _, s := range due {
+	for _, s := range c.due(now) {
 		start := time.Now()
 		html, err := s.region.Render(ctx)
 		if c.opts.Rendered != nil {
@@ -381,25 +445,70 @@ func (c *conn) renderDirty(ctx context.Context) (time.Duration, error) {
 		var g *Gone
 		switch {
 		case errors.As(err, &g):
-			c.unsubscribe(s.id)
-			c.sendControl(serverMsg{T: "gone", ID: s.id, Reason: g.Reason})
+			if c.drop(s) {
+				if err := c.sendControl(serverMsg{T: "gone", ID: s.id, Reason: g.Reason}); err != nil {
+					return time.Time{}, false, err
+				}
+			}
 			continue
 		case err != nil:
 			if ctx.Err() != nil {
-				return 0, context.Cause(ctx)
+				return time.Time{}, false, context.Cause(ctx)
 			}
 			c.opts.Logger.Warn("rendering a live region failed; retrying", "region", s.kind, "err", err)
-			c.markDirty(s)
-			if wait == 0 || time.Second < wait {
-				wait = time.Second
-			}
+			c.retry(s, now.Add(retryAfter))
 			continue
 		}
 		if err := c.enqueue(s, html); err != nil {
-			return 0, err
+			return time.Time{}, false, err
 		}
 	}
-	return wait, nil
+	at, waiting = c.nextDue()
+	return at, waiting, nil
+}
+
+// due takes the dirty regions whose time has come (none while paused) and marks them clean and not due again
+// before an Interval from now.
+func (c *conn) due(now time.Time) []*sub {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused {
+		return nil
+	}
+	var due []*sub
+	for _, s := range c.subs {
+		if s.dirty && !now.Before(s.next) {
+			s.dirty = false
+			s.next = now.Add(c.opts.Interval)
+			due = append(due, s)
+		}
+	}
+	return due
+}
+
+// retry marks s dirty again, not to render before at.
+func (c *conn) retry(s *sub, at time.Time) {
+	c.mu.Lock()
+	s.dirty = true
+	if s.next.Before(at) {
+		s.next = at
+	}
+	c.mu.Unlock()
+}
+
+// nextDue reports when the first dirty region will be due (false: none is dirty, or the tab is paused).
+func (c *conn) nextDue() (at time.Time, waiting bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused {
+		return time.Time{}, false
+	}
+	for _, s := range c.subs {
+		if s.dirty && (!waiting || s.next.Before(at)) {
+			at, waiting = s.next, true
+		}
+	}
+	return at, waiting
 }
 
 // enqueue queues s's new fragment, replacing one still queued.
@@ -417,13 +526,14 @@ func (c *conn) enqueue(s *sub, html []byte) error {
 	over := c.queued > c.opts.MaxQueued
 	c.mu.Unlock()
 	if over {
-		c.bye(&Gone{Reason: "this tab fell behind; reconnecting"})
 		return ErrTooSlow
 	}
 	c.signal(c.write)
 	return nil
 }
 
+// writeLoop sends control messages, then fragments oldest first; it alone writes to the socket while the
+// connection runs.
 func (c *conn) writeLoop(ctx context.Context) error {
 	for {
 		select {
@@ -431,27 +541,11 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			return context.Cause(ctx)
 		case <-c.write:
 		}
-		for {
-			c.mu.Lock()
-			var m serverMsg
-			switch {
-			case len(c.control) > 0:
-				m = c.control[0]
-				c.control = c.control[1:]
-			case len(c.order) > 0:
-				id := c.order[0]
-				c.order = c.order[1:]
-				m = c.queue[id]
-				delete(c.queue, id)
-				c.queued -= len(m.HTML)
-			default:
-				c.mu.Unlock()
-				m.T = ""
-			}
-			if m.T == "" {
+		for ctx.Err() == nil {
+			m, ok := c.next()
+			if !ok {
 				break
 			}
-			c.mu.Unlock()
 			b, err := json.Marshal(m)
 			if err != nil {
 				return err
@@ -462,4 +556,24 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// next takes the next message to send (false: none waits).
+func (c *conn) next() (serverMsg, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case len(c.control) > 0:
+		m := c.control[0]
+		c.control = c.control[1:]
+		return m, true
+	case len(c.order) > 0:
+		id := c.order[0]
+		c.order = c.order[1:]
+		m := c.queue[id]
+		delete(c.queue, id)
+		c.queued -= len(m.HTML)
+		return m, true
+	}
+	return serverMsg{}, false
 }
