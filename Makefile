@@ -12,8 +12,9 @@ LISTEN    ?= 127.0.0.1:8080
 DATA_DIR  ?= ./.wheelhouse
 TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+TEMPL       := github.com/a-h/templ/cmd/templ@v0.3.1100
 
-.PHONY: help build run kubectl test lint bench perf perf-api perf-sched perf-agent clean agents
+.PHONY: help build run kubectl generate test lint bench perf perf-api perf-sched perf-agent clean agents
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -32,11 +33,14 @@ run: ## Run the server on its own local PostgreSQL with a local node agent (inst
 	@$(MAKE) --no-print-directory build
 	./$(BIN) server --listen $(LISTEN) --data-dir $(DATA_DIR) --local-agent on
 
+generate: ## Regenerate the dashboard's templ components (web/*_templ.go, checked in)
+	$(GO) run $(TEMPL) generate -path web
+
 kubectl: ## Build the pinned kubectl used by the e2e tests
 	@scripts/kubectl.sh
 
 # Tests find kubectl through WHEELHOUSE_KUBECTL: the pinned build unless the caller already set it.
-test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL, ip, nsenter and curl first when missing)
+test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL, ip, nsenter, curl and Chromium first when missing)
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-tools.sh
 	@WHEELHOUSE_KUBECTL="$${WHEELHOUSE_KUBECTL:-$$(scripts/kubectl.sh)}" || exit 1; export WHEELHOUSE_KUBECTL; \
@@ -46,8 +50,11 @@ test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL, ip,
 		$(GO) run ./cmd/testenv -- $(GO) test $(TEST_FLAGS) ./... ; \
 	fi
 
-lint: ## gofmt, go vet (amd64 and arm64), staticcheck
+lint: ## gofmt, generated templ code up to date, go vet (amd64 and arm64), staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) run $(TEMPL) generate -path web >/dev/null 2>&1 || { echo "templ generate failed"; $(GO) run $(TEMPL) generate -path web; exit 1; }
+	@if ! git diff --quiet -- 'web/*_templ.go' || [ -n "$$(git ls-files --others --exclude-standard -- 'web/*_templ.go')" ]; then \
+		echo "web/*_templ.go are not what templ generates from web/*.templ: run make generate and commit"; git status --short -- 'web/*_templ.go'; exit 1; fi
 	$(GO) vet ./...
 	GOOS=linux GOARCH=arm64 $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...

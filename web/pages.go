@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 
@@ -109,11 +108,6 @@ func kindTitle(res *resources.Resource) string {
 	return k + "s"
 }
 
-func withCluster(q url.Values, cluster string) url.Values {
-	q.Set("cluster", cluster)
-	return q
-}
-
 func (d *Dashboard) overviewPage(c echo.Context) error {
 	s, ok, err := d.clusterPage(c)
 	if !ok {
@@ -195,18 +189,23 @@ func (d *Dashboard) detailPage(c echo.Context) error {
 	return d.render(c, status, detailPage(v, region, events))
 }
 
+// badPath is a detail URL that names no object: its message is shown on the 404 page.
+type badPath struct{ msg string }
+
+func (b *badPath) Error() string { return b.msg }
+
 // objectFromPath reads the object a detail URL names.
 func (d *Dashboard) objectFromPath(c echo.Context, s *scope) (objectRef, *resources.Resource, error) {
 	res, err := d.resource(cleanKey(c.Param("resource")))
 	if err != nil {
-		return objectRef{}, nil, errors.New("There is no resource " + c.Param("resource") + " in this cluster.")
+		return objectRef{}, nil, &badPath{"There is no resource " + c.Param("resource") + " in this cluster."}
 	}
 	ref := objectRef{Cluster: s.cluster.ID, Key: resourceKey(res), Namespace: c.Param("namespace"), Name: c.Param("name")}
 	if ref.Namespace == "-" || !res.Namespaced {
 		ref.Namespace = ""
 	}
 	if res.Namespaced && (ref.Namespace == "" || !validNamespace(ref.Namespace)) {
-		return objectRef{}, nil, errors.New("That is not a namespace name.")
+		return objectRef{}, nil, &badPath{"That is not a namespace name."}
 	}
 	return ref, res, nil
 }

@@ -124,9 +124,6 @@ func regionError(err error) (templ.Component, error) {
 	return nil, err
 }
 
-// encodeParams is a region's parameters as its data attribute carries them.
-func encodeParams(q url.Values) string { return q.Encode() }
-
 // cleanKey trims a resource key from a URL.
 func cleanKey(k string) string { return strings.TrimSpace(k) }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/a-h/templ"
@@ -133,7 +132,5 @@ func (d *Dashboard) scopeError(c echo.Context, err error, what string) error {
 	}
 	return d.internalError(c, err)
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 func metaTime(t time.Time) metav1.Time { return metav1.NewTime(t) }

@@ -290,6 +290,8 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// People find the dashboard here (the log line "serving HTTP" has the same address).
+	fmt.Fprintf(os.Stderr, "\nDashboard: %s/ui/  (sign in as admin@localhost on a fresh install)\n\n", self.url)
 	var agentDone chan struct{}
 	if cfg.DebugListen != "" {
 		go serveDebug(ctx, cfg.DebugListen, log)
