@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -410,4 +411,81 @@ func TestLiveEndsWithTheMembership(t *testing.T) {
 	if !strings.Contains(m.Reason, "no longer a member") {
 		t.Fatalf("after the removal: %+v", m)
 	}
+}
+
+func TestCordonKubeconfigAndPassword(t *testing.T) {
+	e := newEnv(t)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	if _, err := e.admin("c1").CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signedIn("owner@t1.example")
+	doc := b.page("/ui/c/c1/r/nodes/-/n1", http.StatusOK)
+	if testid(doc, "action-cordon").Length() != 1 {
+		t.Fatal("no Cordon on a schedulable node")
+	}
+	if resp := b.post("/ui/c/c1/r/nodes/-/n1/do/cordon", nil, true); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("cordon: %d", resp.StatusCode)
+	}
+	got, err := e.admin("c1").CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil || !got.Spec.Unschedulable {
+		t.Fatalf("after cordon: %v %v", got.Spec.Unschedulable, err)
+	}
+	doc = b.page("/ui/c/c1/r/nodes/-/n1", http.StatusOK)
+	if testid(doc, "cordoned").Length() != 1 || testid(doc, "action-uncordon").Length() != 1 {
+		t.Fatal("a cordoned node's page does not say so or offer Uncordon")
+	}
+
+	resp := b.post("/ui/c/c1/kubeconfig", nil, true)
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Disposition"), "kubeconfig-c1.yaml") ||
+		!strings.Contains(body, "/clusters/c1") || !strings.Contains(body, "token: whp_") {
+		t.Fatalf("kubeconfig download: %d %q\n%s", resp.StatusCode, resp.Header.Get("Content-Disposition"), body)
+	}
+
+	doc = parsePage(t, b.post("/ui/account/password", url.Values{"current": {"wrong"}, "new": {"new password 1"}}, true), http.StatusUnprocessableEntity)
+	if !strings.Contains(testid(doc, "field-error-current").Text(), "not your current password") {
+		t.Fatalf("wrong current password: %q", doc.Find(".fielderr").Text())
+	}
+	resp = b.post("/ui/account/password", url.Values{"current": {testPassword}, "new": {"new password 1"}}, true)
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/ui/signin") {
+		t.Fatalf("password change: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp := b.get("/ui/c/c1"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the session survived the password change: %d", resp.StatusCode)
+	}
+	if resp := e.browser().post("/ui/signin", url.Values{"email": {"owner@t1.example"}, "password": {"new password 1"}}, false); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in with the new password: %d", resp.StatusCode)
+	}
+}
+
+func TestEventsFilteredByField(t *testing.T) {
+	e := newEnv(t)
+	for _, ev := range []struct{ name, typ string }{{"a", corev1.EventTypeNormal}, {"b", corev1.EventTypeWarning}} {
+		_, err := e.admin("c1").CoreV1().Events("default").Create(t.Context(), &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: ev.name},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"}, Type: ev.typ,
+			Reason: "Test", Message: "event " + ev.name}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.signedIn("owner@t1.example")
+	doc := b.page("/ui/c/c1/r/events?ns=default&field=type%3DWarning", http.StatusOK)
+	if rows := testid(doc, "row"); rows.Length() != 1 || rows.AttrOr("data-name", "") != "b" {
+		t.Fatalf("warnings only: %d rows", rows.Length())
+	}
+	doc = b.page("/ui/c/c1/r/events?ns=default&field=nonsense", http.StatusOK)
+	if testid(doc, "filter-error").Length() != 1 {
+		t.Fatal("a bad field selector is not reported")
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var sb strings.Builder
+	if _, err := io.Copy(&sb, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	return sb.String()
 }
