@@ -367,7 +367,12 @@ func TestGoneFromAReplacedSubscriptionLeavesTheNewOneAlone(t *testing.T) {
 	}
 	release()
 	h.expect(frag("a", 1, "new"))
-	equal(t, "watches of the new subscription", replacement.watching(), 1)
+
+	changed := replacement.changed(t, 1) // the new subscription lives on
+	replacement.set("newer")
+	h.clock.Step(interval)
+	changed()
+	h.expect(frag("a", 2, "newer"))
 }
 
 func TestRetryTimerDoesNotHoldBackAnotherRegion(t *testing.T) {
