@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"sort"
@@ -216,9 +217,11 @@ func describeProbe(p *corev1.Probe) string {
 	var what string
 	switch {
 	case p.HTTPGet != nil:
-		what = fmt.Sprintf("http-get %s:%s%s", strings.ToLower(string(p.HTTPGet.Scheme)), p.HTTPGet.Port.String(), p.HTTPGet.Path)
+		u := url.URL{Scheme: strings.ToLower(string(p.HTTPGet.Scheme)),
+			Host: net.JoinHostPort(p.HTTPGet.Host, p.HTTPGet.Port.String()), Path: p.HTTPGet.Path}
+		what = "http-get " + u.String()
 	case p.TCPSocket != nil:
-		what = "tcp-socket :" + p.TCPSocket.Port.String()
+		what = "tcp-socket " + p.TCPSocket.Host + ":" + p.TCPSocket.Port.String()
 	case p.Exec != nil:
 		what = "exec " + strings.Join(p.Exec.Command, " ")
 	case p.GRPC != nil:
@@ -432,7 +435,7 @@ func buildDeployment(mv metaView, dep *appsv1.Deployment, rss []*appsv1.ReplicaS
 // rolloutStatus is `kubectl rollout status`'s sentence for a Deployment, and a colour.
 func rolloutStatus(d *appsv1.Deployment) (string, string) {
 	if d.Generation > d.Status.ObservedGeneration {
-		return "Waiting for the deployment spec update to be observed...", "warn"
+		return "Waiting for deployment spec update to be observed...", "warn"
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {

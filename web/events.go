@@ -29,6 +29,8 @@ type eventsView struct {
 // eventTime is when an event last happened (upstream's precedence of the timestamps).
 func eventTime(e *corev1.Event) time.Time {
 	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
 	case !e.LastTimestamp.IsZero():
 		return e.LastTimestamp.Time
 	case !e.EventTime.IsZero():

@@ -489,3 +489,29 @@ func readAll(t *testing.T, resp *http.Response) string {
 	}
 	return sb.String()
 }
+
+func TestLiveFollowsATeamRoleChange(t *testing.T) {
+	e := newEnv(t)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s1"}}
+	if _, err := e.admin("c1").CoreV1().Secrets("default").Create(t.Context(), sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ten.SetRole(t.Context(), "t1", e.users["viewer@t1.example"].ID, tenancy.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	b := e.signedIn("viewer@t1.example")
+	l, _, err := b.live(e.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.send(map[string]string{"t": "sub", "id": "s", "region": "list", "params": "cluster=c1&resource=secrets&ns=default"})
+	l.next("the secrets a member may list", func(m liveMsg) bool { return m.ID == "s" && strings.Contains(m.HTML, `data-name="s1"`) })
+	// Made a viewer (no secrets in the view role) while nothing in the cluster changes: the region goes.
+	if err := e.ten.SetRole(t.Context(), "t1", e.users["viewer@t1.example"].ID, tenancy.RoleViewer); err != nil {
+		t.Fatal(err)
+	}
+	m := l.next("the region gone after the role change", func(m liveMsg) bool { return m.ID == "s" && m.T == "gone" })
+	if !strings.Contains(m.Reason, "list secrets") {
+		t.Fatalf("gone reason %q", m.Reason)
+	}
+}

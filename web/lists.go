@@ -345,12 +345,13 @@ func statusClass(s string) string {
 	case s == "Running" || s == "Ready" || s == "Completed" || s == "Succeeded" || s == "Active" || s == "Bound" ||
 		s == "Complete" || s == "True":
 		return "ok"
+	case strings.Contains(s, "Err") || strings.Contains(s, "BackOff") || s == "Failed" || s == "OOMKilled" ||
+		strings.HasPrefix(s, "NotReady") || s == "Evicted" || s == "Unschedulable" || s == "False" ||
+		strings.HasSuffix(s, "InvalidImageName"):
+		return "bad"
 	case s == "Pending" || s == "ContainerCreating" || s == "PodInitializing" || s == "Terminating" ||
 		strings.HasPrefix(s, "Init:") || strings.Contains(s, "SchedulingDisabled") || s == "Unknown":
 		return "warn"
-	case strings.Contains(s, "Error") || strings.Contains(s, "BackOff") || s == "Failed" || s == "OOMKilled" ||
-		strings.HasPrefix(s, "NotReady") || s == "Evicted" || s == "Unschedulable" || s == "False":
-		return "bad"
 	}
 	return ""
 }

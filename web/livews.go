@@ -76,7 +76,8 @@ func (ls *liveSession) scope(ctx context.Context, cluster string) (*scope, error
 }
 
 // check runs every few seconds: a session that ended, or a membership removed from a cluster the tab shows,
-// ends the connection (the tab replaces what it showed with the reason). A database hiccup does not.
+// ends the connection (the tab replaces what it showed with the reason); a changed team role renders every region
+// again, as the new role's RBAC allows. A database hiccup does nothing.
 func (ls *liveSession) check(ctx context.Context) error {
 	if _, err := ls.d.cfg.Tenancy.Session(ctx, ls.v.sessionID); errors.Is(err, tenancy.ErrUnauthenticated) || errors.Is(err, tenancy.ErrNotFound) {
 		return &live.Gone{Reason: "You have been signed out. Sign in again to see live updates."}
@@ -89,13 +90,22 @@ func (ls *liveSession) check(ctx context.Context) error {
 		}
 	}
 	ls.mu.Unlock()
+	refresh := false
 	for _, c := range clusters {
 		ls.mu.Lock()
+		before := ls.scopes[c].s
 		delete(ls.scopes, c) // read the membership again
 		ls.mu.Unlock()
-		if _, err := ls.scope(ctx, c); isGone(err) {
+		s, err := ls.scope(ctx, c)
+		if isGone(err) {
 			return err
 		}
+		if err == nil && before != nil && s.team.Role != before.team.Role {
+			refresh = true // another team role: other RBAC groups, which no region's watch reports
+		}
+	}
+	if refresh {
+		return live.ErrRefresh
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -96,16 +97,13 @@ func (d *Dashboard) namespaceNames(c echo.Context, s *scope) []string {
 
 // kindTitle is a list page's title: the resource's plural as people write it ("Deployments", "EndpointSlices").
 func kindTitle(res *resources.Resource) string {
-	k := res.GVK.Kind
-	switch {
-	case k == "":
-		return res.Plural
-	case k[len(k)-1] == 's':
-		return k + "es"
-	case k[len(k)-1] == 'y':
-		return k[:len(k)-1] + "ies"
+	k, p := res.GVK.Kind, res.Plural
+	lk := strings.ToLower(k)
+	n := 0
+	for n < len(lk) && n < len(p) && lk[n] == p[n] {
+		n++
 	}
-	return k + "s"
+	return k[:n] + p[n:]
 }
 
 func (d *Dashboard) overviewPage(c echo.Context) error {

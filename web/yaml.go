@@ -154,19 +154,25 @@ type yamlDoc struct {
 	text string
 }
 
-var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
+var docSeparator = regexp.MustCompile(`(?m)^---(?:[ \t]+#.*)?[ \t]*$`)
 
 // splitYAML decodes every non-empty document.
 func splitYAML(text string) ([]yamlDoc, error) {
+	text = strings.ReplaceAll(text, "\r\n", "\n") // browsers submit a textarea's lines with CRLF
+	parts := docSeparator.Split(text, -1)
+	first := 1 // the number of parts[0]: none when the stream opens with "---"
+	if strings.TrimSpace(stripComments(parts[0])) == "" {
+		first = 0
+	}
 	var docs []yamlDoc
-	for i, part := range docSeparator.Split(text, -1) {
+	for i, part := range parts {
 		if strings.TrimSpace(stripComments(part)) == "" {
 			continue
 		}
 		dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(part), 4096)
 		var m map[string]any
 		if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("document %d is not valid YAML: %v", i+1, err)
+			return nil, fmt.Errorf("document %d is not valid YAML: %v", i+first, err)
 		}
 		if m == nil {
 			continue

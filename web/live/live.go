@@ -51,8 +51,8 @@ type Options struct {
 	MaxQueued int
 	// MaxRegions bounds a connection's subscriptions (default 64).
 	MaxRegions int
-	// Check runs every CheckEvery (default 5 s) and once before the first render: an error ends the connection
-	// with a bye that says why (the session ended, the membership was removed). Nil: no check.
+	// Check runs every CheckEvery (default 5 s) and once before the first render: ErrRefresh re-renders every
+	// region; any other error ends the connection with a bye that says why (the session ended, the membership was removed). Nil: no check.
 	Check      func(ctx context.Context) error
 	CheckEvery time.Duration
 	// Now and After are the clock (default time.Now and time.After): a dirty region is due when Now has passed
@@ -150,6 +150,9 @@ type conn struct {
 }
 
 var (
+	// ErrRefresh, returned by Options.Check, renders every region again instead of ending the connection: what
+	// the user may see changed in a way no region's watch reports (their team role).
+	ErrRefresh = errors.New("live: render every region again")
 	// ErrTooSlow ends a connection whose tab does not take its fragments fast enough.
 	ErrTooSlow = errors.New("live: tab too slow; disconnected to resync")
 	// ErrBadMessage ends a connection whose tab sent a message of a type this package does not know.
@@ -166,7 +169,7 @@ func Serve(ctx context.Context, ws *websocket.Conn, resolve Resolver, opts Optio
 		wake: make(chan struct{}, 1), write: make(chan struct{}, 1)}
 	defer ws.Close()
 	if opts.Check != nil {
-		if err := opts.Check(ctx); err != nil {
+		if err := opts.Check(ctx); err != nil && !errors.Is(err, ErrRefresh) {
 			c.bye(err)
 			return err
 		}
@@ -345,6 +348,16 @@ func (c *conn) watch(ctx context.Context, s *sub) {
 	}
 }
 
+// markAllDirty marks every region for a render (what the user may see changed).
+func (c *conn) markAllDirty() {
+	c.mu.Lock()
+	for _, s := range c.subs {
+		s.dirty = true
+	}
+	c.mu.Unlock()
+	c.signal(c.wake)
+}
+
 func (c *conn) markDirty(s *sub) {
 	c.mu.Lock()
 	was := s.dirty
@@ -409,14 +422,20 @@ func (c *conn) renderLoop(ctx context.Context) error {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-check:
-			if err := c.opts.Check(ctx); err != nil {
+			err := c.opts.Check(ctx)
+			switch {
+			case errors.Is(err, ErrRefresh):
+				c.markAllDirty()
+			case err != nil:
 				if ctx.Err() != nil {
 					return context.Cause(ctx)
 				}
 				return &byeError{err}
 			}
 			check = c.opts.After(c.opts.CheckEvery)
-			continue
+			if err == nil {
+				continue
+			}
 		case <-timer:
 			timer = nil
 		case <-c.wake:

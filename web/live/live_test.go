@@ -421,3 +421,23 @@ func TestBrokenWatchIsRestartedAndItsRegionRendered(t *testing.T) {
 	changed()
 	h.expect(frag("a", 3, "p3"))
 }
+
+func TestCheckAskingForARefreshRendersEveryRegion(t *testing.T) {
+	t.Parallel()
+	check := &fakeCheck{}
+	check.set(live.ErrRefresh) // at the start too: it must not end the connection
+	pods, nodes := newRegion("p1"), newRegion("n1")
+	h := start(t, setup{opts: live.Options{Check: check.check},
+		regions: map[string]*fakeRegion{"pods": pods, "nodes": nodes}})
+	h.sub("a", "pods")
+	h.expect(frag("a", 1, "p1"))
+	h.sub("b", "nodes")
+	h.expect(frag("b", 1, "n1"))
+	pods.set("p2")
+	nodes.set("n2")
+	h.clock.waitTimer(t, checkEvery)
+	h.clock.Step(checkEvery)
+	got := h.readFrags(2)
+	equal(t, "pods after the refresh", got["a"], frag("a", 2, "p2"))
+	equal(t, "nodes after the refresh", got["b"], frag("b", 2, "n2"))
+}
