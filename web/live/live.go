@@ -542,7 +542,8 @@ func (c *conn) enqueue(s *sub, html []byte) error {
 	c.queue[s.id] = serverMsg{T: "frag", ID: s.id, Seq: s.seq, HTML: string(html)}
 	c.order = append(c.order, s.id)
 	c.queued += len(html)
-	over := c.queued > c.opts.MaxQueued
+	// One fragment alone never counts as falling behind, however big: the tab would reconnect to get it again.
+	over := c.queued > c.opts.MaxQueued && len(c.order) > 1
 	c.mu.Unlock()
 	if over {
 		return ErrTooSlow
