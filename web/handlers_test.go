@@ -240,7 +240,7 @@ func TestApplyYAML(t *testing.T) {
 		t.Fatalf("field errors: %q", ferr.Text())
 	}
 	// The error sits under the line of its field.
-	if prev := ferr.Parent().Text(); !strings.Contains(prev, "replicas: -2") {
+	if prev := ferr.Prev().Text(); !strings.Contains(prev, "replicas: -2") {
 		t.Fatalf("the field error is not next to its line: %q", prev)
 	}
 	if _, err := e.admin("c1").CoreV1().ConfigMaps("default").Get(t.Context(), "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

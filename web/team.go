@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
+	"github.com/wheelhouse-dev/wheelhouse/server/platform"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 )
 
@@ -438,7 +439,6 @@ type joinView struct {
 	Errors      map[string]string
 	Error       string
 	NodesParams string
-	Nodes       any
 }
 
 func (d *Dashboard) joinView(c echo.Context, s *scope) (joinView, error) {
@@ -568,7 +568,7 @@ type invitationView struct {
 }
 
 func (d *Dashboard) optionalViewer(c echo.Context) *viewer {
-	ck, err := c.Cookie("__Host-wh_session")
+	ck, err := c.Cookie(platform.SessionCookie)
 	if err != nil || ck.Value == "" {
 		return nil
 	}
