@@ -250,10 +250,32 @@ func TestDashboard(t *testing.T) {
 			}
 			admin.shot("logs")
 		}},
+		{"the Live switch", func(t *testing.T) {
+			admin.t = t
+			admin.open("/ui/c/default/r/pods?ns=default&label=app%3Dticker")
+			admin.waitJS("live updates on", `document.documentElement.dataset.live === 'on'`, 10*time.Second)
+			admin.click("#live-switch")
+			admin.waitJS("live updates off (socket closed)", `document.documentElement.dataset.live === 'off'`, 5*time.Second)
+			k.must("", "scale", "deployment", "ticker", "--replicas", "4")
+			// Switched back on, the tab subscribes again and shows the cluster as it is now.
+			admin.click("#live-switch")
+			admin.waitJS("4 Running after switching back on", rowsWith("list-region", "Running")+" === 4", 90*time.Second)
+			admin.open("/ui/c/default/r/pods?ns=default&label=app%3Dticker")
+			if !evalIn[bool](admin, `document.getElementById('live-switch').checked`) {
+				t.Fatal("the switch did not stay on")
+			}
+		}},
 		{"roll back", func(t *testing.T) {
 			admin.t = t
 			admin.open("/ui/c/default/apply")
 			admin.fill(`[data-testid=apply-yaml]`, tickerManifest(podBin, "two", 3))
+			admin.click(`[data-testid=apply-submit]`)
+			// kubectl scale (the Live switch step) owns spec.replicas now: server-side apply says so, as kubectl
+			// apply --server-side does, until the user takes the field over.
+			admin.waitText(`[data-testid=apply-message]`, `conflict with "kubectl"`, 10*time.Second)
+			admin.waitText(`[data-testid=field-error]`, "spec.replicas", 10*time.Second)
+			admin.shot("apply-conflict")
+			admin.click(`input[name=force]`)
 			admin.click(`[data-testid=apply-submit]`)
 			admin.waitText(`[data-testid=apply-result]`, "configured", 10*time.Second)
 			admin.waitText(`[data-testid=apply-result-link]`, "open", 10*time.Second)
