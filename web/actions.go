@@ -138,13 +138,9 @@ type confirmView struct {
 }
 
 func (d *Dashboard) confirmPage(c echo.Context) error {
-	s, ok, err := d.clusterPage(c)
+	s, ref, res, ok, err := d.objectPage(c)
 	if !ok {
 		return err
-	}
-	ref, res, err := d.objectFromPath(c, s)
-	if err != nil {
-		return d.notFound(c, err.Error())
 	}
 	a, ok := actionLabels[c.Param("action")]
 	if !ok || !a.Confirm {
@@ -167,15 +163,11 @@ func (d *Dashboard) confirmPage(c echo.Context) error {
 
 // act takes an action on an object and goes back to its page with the outcome.
 func (d *Dashboard) act(c echo.Context) error {
-	s, ok, err := d.clusterPage(c)
+	s, ref, res, ok, err := d.objectPage(c)
 	if !ok {
 		return err
 	}
 	ctx := c.Request().Context()
-	ref, res, err := d.objectFromPath(c, s)
-	if err != nil {
-		return d.notFound(c, err.Error())
-	}
 	name := c.Param("action")
 	if _, ok := actionLabels[name]; !ok {
 		return d.notFound(c, "There is no such action.")

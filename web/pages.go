@@ -150,15 +150,11 @@ type action struct {
 }
 
 func (d *Dashboard) detailPage(c echo.Context) error {
-	s, ok, err := d.clusterPage(c)
+	s, ref, res, ok, err := d.objectPage(c)
 	if !ok {
 		return err
 	}
 	ctx := c.Request().Context()
-	ref, res, err := d.objectFromPath(c, s)
-	if err != nil {
-		return d.notFound(c, err.Error())
-	}
 	q, _ := url.ParseQuery(ref.params())
 	region, err := renderDetailRegion(ctx, d, s, q)
 	status := http.StatusOK
@@ -187,23 +183,21 @@ func (d *Dashboard) detailPage(c echo.Context) error {
 	return d.render(c, status, detailPage(v, region, events))
 }
 
-// badPath is a detail URL that names no object: its message is shown on the 404 page.
-type badPath struct{ msg string }
-
-func (b *badPath) Error() string { return b.msg }
-
-// objectFromPath reads the object a detail URL names.
-func (d *Dashboard) objectFromPath(c echo.Context, s *scope) (objectRef, *resources.Resource, error) {
-	res, err := d.resource(cleanKey(c.Param("resource")))
-	if err != nil {
-		return objectRef{}, nil, &badPath{"There is no resource " + c.Param("resource") + " in this cluster."}
+// objectPage loads the scope of an object's page and the object its URL names, answering the error itself
+// (ok false): 404 for a cluster the user is not in, a resource the cluster does not serve or a bad namespace.
+func (d *Dashboard) objectPage(c echo.Context) (s *scope, ref objectRef, res *resources.Resource, ok bool, err error) {
+	if s, ok, err = d.clusterPage(c); !ok {
+		return nil, objectRef{}, nil, false, err
 	}
-	ref := objectRef{Cluster: s.cluster.ID, Key: resourceKey(res), Namespace: c.Param("namespace"), Name: c.Param("name")}
+	if res, err = d.resource(cleanKey(c.Param("resource"))); err != nil {
+		return nil, objectRef{}, nil, false, d.notFound(c, "There is no resource "+c.Param("resource")+" in this cluster.")
+	}
+	ref = objectRef{Cluster: s.cluster.ID, Key: resourceKey(res), Namespace: c.Param("namespace"), Name: c.Param("name")}
 	if ref.Namespace == "-" || !res.Namespaced {
 		ref.Namespace = ""
 	}
 	if res.Namespaced && (ref.Namespace == "" || !validNamespace(ref.Namespace)) {
-		return objectRef{}, nil, &badPath{"That is not a namespace name."}
+		return nil, objectRef{}, nil, false, d.notFound(c, "That is not a namespace name.")
 	}
-	return ref, res, nil
+	return s, ref, res, true, nil
 }

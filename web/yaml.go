@@ -70,15 +70,11 @@ func (d *Dashboard) applyPage(c echo.Context) error {
 
 // yamlPage shows an object's YAML, editable.
 func (d *Dashboard) yamlPage(c echo.Context) error {
-	s, ok, err := d.clusterPage(c)
+	s, ref, res, ok, err := d.objectPage(c)
 	if !ok {
 		return err
 	}
 	ctx := c.Request().Context()
-	ref, res, err := d.objectFromPath(c, s)
-	if err != nil {
-		return d.notFound(c, err.Error())
-	}
 	dyn, err := dynamic.NewForConfig(d.userConfig(s))
 	if err != nil {
 		return d.internalError(c, err)
