@@ -58,6 +58,7 @@ type Dashboard struct {
 	static   *static.Files
 	byKey    map[string]*resources.Resource // resources by key (resourceKey), the preferred version of each
 	byGVK    map[schema.GroupVersionKind]*resources.Resource
+	renders  *renderCache // live regions' renders, shared by the tabs that show the same
 }
 
 // New builds the dashboard.
@@ -76,7 +77,7 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg.Live.Logger = cfg.Logger
 	}
 	d := &Dashboard{cfg: cfg, log: cfg.Logger, static: static.New(), byKey: map[string]*resources.Resource{},
-		byGVK: map[schema.GroupVersionKind]*resources.Resource{}}
+		byGVK: map[schema.GroupVersionKind]*resources.Resource{}, renders: newRenderCache()}
 	for _, r := range cfg.Registry.All() {
 		if !r.Virtual {
 			d.byGVK[r.GVK] = r

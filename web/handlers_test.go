@@ -515,3 +515,31 @@ func TestLiveFollowsATeamRoleChange(t *testing.T) {
 		t.Fatalf("gone reason %q", m.Reason)
 	}
 }
+
+func TestSharedRenderIsNotShownToOtherPermissions(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.admin("c1").CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-secret"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := e.signedIn("owner@t1.example").liveOK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer, err := e.signedIn("viewer@t1.example").liveOK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := map[string]string{"t": "sub", "id": "o", "region": "overview", "params": "cluster=c1"}
+	owner.send(sub)
+	owner.next("the owner's overview", func(m liveMsg) bool { return m.ID == "o" && strings.Contains(m.HTML, "n-secret") })
+	viewer.send(sub) // the same region at once: the owner's render is fresh, but not for a viewer
+	m := viewer.next("the viewer's overview", func(m liveMsg) bool { return m.ID == "o" && m.T == "frag" })
+	if strings.Contains(m.HTML, "n-secret") || !strings.Contains(m.HTML, "does not allow you to list nodes") {
+		t.Fatalf("the viewer's overview:\n%s", m.HTML)
+	}
+}
+
+func (b *browser) liveOK() (*liveClient, error) {
+	l, _, err := b.live(b.e.srv.URL)
+	return l, err
+}

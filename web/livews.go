@@ -132,32 +132,50 @@ func (ls *liveSession) resolve(ctx context.Context, kind, params string) (live.R
 	if err != nil {
 		return nil, err
 	}
-	return &region{ls: ls, spec: spec, q: q, cluster: cluster, deps: deps}, nil
+	return &region{ls: ls, kind: kind, spec: spec, q: q, cluster: cluster, deps: deps}, nil
 }
 
 // region is one live region of a tab.
 type region struct {
 	ls      *liveSession
+	kind    string
 	spec    regionSpec
 	q       url.Values
 	cluster string
 	deps    []dep
 }
 
+// Render renders the region for the user now, sharing the render of other tabs showing the same region with the
+// same permissions (rendercache.go).
 func (r *region) Render(ctx context.Context) ([]byte, error) {
 	s, err := r.ls.scope(ctx, r.cluster)
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.spec.render(ctx, r.ls.d, s, r.q)
-	if err != nil {
-		return nil, err
+	d := r.ls.d
+	revs := func() ([]int64, bool) {
+		out := make([]int64, len(r.deps))
+		for i, dp := range r.deps {
+			col, err := d.collection(ctx, s, dp.res)
+			if err != nil {
+				return nil, false
+			}
+			out[i] = col.Revision()
+		}
+		return out, true
 	}
-	var buf bytes.Buffer
-	if err := c.Render(ctx, &buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	same := func(ctx context.Context, ds []decision) (bool, error) { return d.sameDecisions(ctx, s, ds) }
+	return d.renders.render(ctx, keyOf(r.kind, r.cluster, r.q), d.cfg.Now, revs, same, func(ctx context.Context) ([]byte, error) {
+		c, err := r.spec.render(ctx, d, s, r.q)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := c.Render(ctx, &buf); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	})
 }
 
 // Watch follows the region's collections (and the cluster's RBAC objects, whose changes may change what the

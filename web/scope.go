@@ -77,8 +77,29 @@ func kubeUser(sess tenancy.Session, role string) kubeapi.User {
 
 // can reports whether the scope's user may do verb on res (in namespace, on name) in the cluster, by RBAC.
 func (d *Dashboard) can(ctx context.Context, s *scope, verb string, res *resources.Resource, namespace, name string) (bool, string, error) {
-	return d.cfg.Authorizer.Authorize(ctx, kubeapi.Attributes{User: s.user, Cluster: s.cluster.ID, Verb: verb,
-		Group: res.GVK.Group, Resource: res.Plural, Namespace: namespace, Name: name})
+	a := kubeapi.Attributes{User: s.user, Cluster: s.cluster.ID, Verb: verb, Group: res.GVK.Group, Resource: res.Plural,
+		Namespace: namespace, Name: name}
+	ok, reason, err := d.cfg.Authorizer.Authorize(ctx, a)
+	if err == nil {
+		recordDecision(ctx, a, ok) // a shared render is only for users with the same answers
+	}
+	return ok, reason, err
+}
+
+// sameDecisions reports whether s's user gets the answers of a recorded render.
+func (d *Dashboard) sameDecisions(ctx context.Context, s *scope, ds []decision) (bool, error) {
+	for _, dc := range ds {
+		a := dc.attrs
+		a.User = s.user
+		ok, _, err := d.cfg.Authorizer.Authorize(ctx, a)
+		if err != nil {
+			return false, err
+		}
+		if ok != dc.allowed {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // teamCan reports whether the user's team role allows a platform action (to show or hide its controls; the
