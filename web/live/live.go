@@ -9,13 +9,16 @@
 package live
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/gorilla/websocket"
 )
@@ -102,10 +105,12 @@ type clientMsg struct {
 
 // serverMsg is a message to the tab.
 type serverMsg struct {
-	T      string `json:"t"` // frag, gone, pong, bye
-	ID     string `json:"id,omitempty"`
-	Seq    uint64 `json:"seq,omitempty"`
-	HTML   string `json:"html,omitempty"`
+	T    string `json:"t"` // frag, gone, pong, bye
+	ID   string `json:"id,omitempty"`
+	Seq  uint64 `json:"seq,omitempty"`
+	HTML string `json:"html,omitempty"`
+	// html is a frag's HTML, encoded by encode (shared renders are quoted once for all their tabs).
+	html   []byte
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -397,7 +402,7 @@ func (c *conn) drop(s *sub) bool {
 // dropQueued removes id's queued fragment; c.mu must be held.
 func (c *conn) dropQueued(id string) {
 	if m, ok := c.queue[id]; ok {
-		c.queued -= len(m.HTML)
+		c.queued -= len(m.html)
 		delete(c.queue, id)
 		for i, o := range c.order {
 			if o == id {
@@ -539,7 +544,7 @@ func (c *conn) enqueue(s *sub, html []byte) error {
 	}
 	c.dropQueued(s.id)
 	s.seq++
-	c.queue[s.id] = serverMsg{T: "frag", ID: s.id, Seq: s.seq, HTML: string(html)}
+	c.queue[s.id] = serverMsg{T: "frag", ID: s.id, Seq: s.seq, html: html}
 	c.order = append(c.order, s.id)
 	c.queued += len(html)
 	// One fragment alone never counts as falling behind, however big: the tab would reconnect to get it again.
@@ -566,7 +571,7 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			if !ok {
 				break
 			}
-			b, err := json.Marshal(m)
+			b, err := m.encode()
 			if err != nil {
 				return err
 			}
@@ -592,8 +597,66 @@ func (c *conn) next() (serverMsg, bool) {
 		c.order = c.order[1:]
 		m := c.queue[id]
 		delete(c.queue, id)
-		c.queued -= len(m.HTML)
+		c.queued -= len(m.html)
 		return m, true
 	}
 	return serverMsg{}, false
+}
+
+// encode is the message as the tab reads it. A fragment's HTML is quoted once however many tabs are sent it.
+func (m serverMsg) encode() ([]byte, error) {
+	if m.T != "frag" {
+		return json.Marshal(m)
+	}
+	id, err := json.Marshal(m.ID)
+	if err != nil {
+		return nil, err
+	}
+	q := quoteHTML(m.html)
+	b := make([]byte, 0, len(q)+len(id)+48)
+	b = append(b, `{"t":"frag","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, m.Seq, 10)
+	b = append(b, `,"html":`...)
+	b = append(b, q...)
+	return append(b, '}'), nil
+}
+
+// quotes keeps the JSON strings of recent fragments, by the address of their HTML: the regions of many tabs
+// share one render (web's render cache), and quoting it for each of them was a fifth of the server's CPU with 200
+// tabs. An entry holds the HTML itself, so its address cannot be reused while the entry exists.
+var quotes = struct {
+	sync.Mutex
+	m map[*byte]quotedHTML
+}{m: map[*byte]quotedHTML{}}
+
+type quotedHTML struct{ html, json []byte }
+
+// maxQuotes bounds the kept quotes (all are dropped when it is reached).
+const maxQuotes = 256
+
+func quoteHTML(html []byte) []byte {
+	if len(html) == 0 {
+		return []byte(`""`)
+	}
+	p := unsafe.SliceData(html)
+	quotes.Lock()
+	q, ok := quotes.m[p]
+	quotes.Unlock()
+	if ok && len(q.html) == len(html) {
+		return q.json
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)     // a JSON string may hold < > & as they are; escaping them grew every tag
+	_ = enc.Encode(string(html)) // a string always encodes
+	js := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	quotes.Lock()
+	if len(quotes.m) >= maxQuotes {
+		clear(quotes.m)
+	}
+	quotes.m[p] = quotedHTML{html: html, json: js}
+	quotes.Unlock()
+	return js
 }

@@ -441,3 +441,15 @@ func TestCheckAskingForARefreshRendersEveryRegion(t *testing.T) {
 	equal(t, "pods after the refresh", got["a"], frag("a", 2, "p2"))
 	equal(t, "nodes after the refresh", got["b"], frag("b", 2, "n2"))
 }
+
+func TestFragmentHTMLIsSentAsIs(t *testing.T) {
+	t.Parallel()
+	html := `<tr data-name="a&b"><td>"quoted" <b>x</b> \ é</td></tr>`
+	pods := newRegion(html)
+	h := start(t, setup{regions: map[string]*fakeRegion{"pods": pods}})
+	h.sub("a", "pods")
+	h.expect(frag("a", 1, html))
+	// The same bytes for another region are quoted once and sent to each.
+	h.sub("b", "pods")
+	h.expect(frag("b", 1, html))
+}
