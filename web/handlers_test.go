@@ -291,7 +291,8 @@ type liveMsg struct {
 
 func (b *browser) live(origin string) (*liveClient, *http.Response, error) {
 	u := strings.Replace(b.e.srv.URL, "https://", "wss://", 1) + "/ui/live"
-	d := websocket.Dialer{TLSClientConfig: b.e.srv.Client().Transport.(*http.Transport).TLSClientConfig}
+	d := websocket.Dialer{TLSClientConfig: b.e.srv.Client().Transport.(*http.Transport).TLSClientConfig,
+		EnableCompression: true} // as browsers do
 	h := http.Header{}
 	// The jar keeps Secure cookies for https URLs; a browser sends them on wss too.
 	for _, c := range b.c.Jar.Cookies(mustURL(b.e.t, b.e.srv.URL)) {
@@ -542,4 +543,31 @@ func TestSharedRenderIsNotShownToOtherPermissions(t *testing.T) {
 func (b *browser) liveOK() (*liveClient, error) {
 	l, _, err := b.live(b.e.srv.URL)
 	return l, err
+}
+
+func TestTabsShowingTheSameRegionShareItsFrames(t *testing.T) {
+	e := newEnv(t)
+	var tabs []*liveClient
+	for range 3 {
+		l, err := e.signedIn("owner@t1.example").liveOK()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.send(map[string]string{"t": "sub", "id": "r0", "region": "list", "params": "cluster=c1&resource=pods&ns=default"})
+		l.next("the first render", func(m liveMsg) bool { return m.ID == "r0" && m.T == "frag" })
+		tabs = append(tabs, l)
+	}
+	if _, err := e.admin("c1").CoreV1().Pods("default").Create(t.Context(), pod("default", "shared"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for _, l := range tabs {
+		m := l.next("the new pod", func(m liveMsg) bool { return m.ID == "r0" && strings.Contains(m.HTML, `data-name="shared"`) })
+		seqs = append(seqs, m.Seq)
+	}
+	// The collection also advances once a second without a change (progress), which starts a new shared render:
+	// the three tabs' renders, moments apart, straddle at most one such advance, so two at least share one.
+	if seqs[0] != seqs[1] && seqs[1] != seqs[2] && seqs[0] != seqs[2] {
+		t.Fatalf("seqs %v: no two tabs were sent one shared render", seqs)
+	}
 }

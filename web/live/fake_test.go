@@ -280,6 +280,8 @@ type harness struct {
 	served chan error // Serve's result
 	ended  bool       // served has been read
 	probes int        // probe subscriptions so far
+	// lastSeq and ordinal renumber each region's fragments 1, 2, ... (read).
+	lastSeq, ordinal map[string]uint64
 }
 
 type setup struct {
@@ -292,7 +294,8 @@ type setup struct {
 
 func start(tb testing.TB, s setup) *harness {
 	tb.Helper()
-	h := &harness{tb: tb, clock: newFakeClock(), served: make(chan error, 1)}
+	h := &harness{tb: tb, clock: newFakeClock(), served: make(chan error, 1), lastSeq: map[string]uint64{},
+		ordinal: map[string]uint64{}}
 	opts := s.opts
 	if opts.Interval == 0 {
 		opts.Interval = interval
@@ -373,15 +376,31 @@ func (h *harness) send(m msg) {
 	}
 }
 
-func (h *harness) sub(id, kind string) { h.tb.Helper(); h.send(msg{T: "sub", ID: id, Region: kind}) }
-func (h *harness) unsub(id string)     { h.tb.Helper(); h.send(msg{T: "unsub", ID: id}) }
+// sub subscribes id (again: its fragments are numbered anew, as the page's script does).
+func (h *harness) sub(id, kind string) {
+	h.tb.Helper()
+	delete(h.lastSeq, id)
+	delete(h.ordinal, id)
+	h.send(msg{T: "sub", ID: id, Region: kind})
+}
+func (h *harness) unsub(id string) { h.tb.Helper(); h.send(msg{T: "unsub", ID: id}) }
 
+// read reads the next message. A fragment's seq is shown as its ordinal in its region (1, 2, ...): the server
+// numbers fragments from one counter for every tab (shared frames), and a tab only needs them to grow.
 func (h *harness) read() msg {
 	h.tb.Helper()
 	_ = h.ws.SetReadDeadline(time.Now().Add(patience))
 	var m msg
 	if err := h.ws.ReadJSON(&m); err != nil {
 		h.tb.Fatalf("reading a message: %v", err)
+	}
+	if m.T == "frag" {
+		if m.Seq <= h.lastSeq[m.ID] {
+			h.tb.Fatalf("fragment %+v: seq did not grow (last %d)", m, h.lastSeq[m.ID])
+		}
+		h.lastSeq[m.ID] = m.Seq
+		h.ordinal[m.ID]++
+		m.Seq = h.ordinal[m.ID]
 	}
 	return m
 }

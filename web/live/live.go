@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -105,13 +106,14 @@ type clientMsg struct {
 
 // serverMsg is a message to the tab.
 type serverMsg struct {
-	T    string `json:"t"` // frag, gone, pong, bye
-	ID   string `json:"id,omitempty"`
-	Seq  uint64 `json:"seq,omitempty"`
-	HTML string `json:"html,omitempty"`
-	// html is a frag's HTML, encoded by encode (shared renders are quoted once for all their tabs).
-	html   []byte
+	T      string `json:"t"` // frag, gone, pong, bye
+	ID     string `json:"id,omitempty"`
+	Seq    uint64 `json:"seq,omitempty"`
+	HTML   string `json:"html,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// html is a frag's HTML; frame its shared wire form when Seq is the frame's (see frame).
+	html  []byte
+	frame *frame
 }
 
 const (
@@ -543,8 +545,14 @@ func (c *conn) enqueue(s *sub, html []byte) error {
 		return nil
 	}
 	c.dropQueued(s.id)
-	s.seq++
-	c.queue[s.id] = serverMsg{T: "frag", ID: s.id, Seq: s.seq, html: html}
+	// The frame's number, shared by every tab sent this render, unless this region has seen a later one.
+	f := frameOf(html)
+	msg := serverMsg{T: "frag", ID: s.id, Seq: f.seq, html: html, frame: f}
+	if f.seq <= s.seq {
+		msg.Seq, msg.frame = s.seq+1, nil
+	}
+	s.seq = msg.Seq
+	c.queue[s.id] = msg
 	c.order = append(c.order, s.id)
 	c.queued += len(html)
 	// One fragment alone never counts as falling behind, however big: the tab would reconnect to get it again.
@@ -571,12 +579,8 @@ func (c *conn) writeLoop(ctx context.Context) error {
 			if !ok {
 				break
 			}
-			b, err := m.encode()
-			if err != nil {
-				return err
-			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout))
-			if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+			if err := c.send(m); err != nil {
 				return err
 			}
 		}
@@ -603,7 +607,23 @@ func (c *conn) next() (serverMsg, bool) {
 	return serverMsg{}, false
 }
 
-// encode is the message as the tab reads it. A fragment's HTML is quoted once however many tabs are sent it.
+// send writes one message: a shared frame's prepared message, or the message encoded for this tab alone.
+func (c *conn) send(m serverMsg) error {
+	if m.frame != nil {
+		pm, err := m.frame.preparedFor(m)
+		if err != nil {
+			return err
+		}
+		return c.ws.WritePreparedMessage(pm)
+	}
+	b, err := m.encode()
+	if err != nil {
+		return err
+	}
+	return c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// encode is the message as the tab reads it.
 func (m serverMsg) encode() ([]byte, error) {
 	if m.T != "frag" {
 		return json.Marshal(m)
@@ -612,7 +632,7 @@ func (m serverMsg) encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := quoteHTML(m.html)
+	q := frameOf(m.html).quoted
 	b := make([]byte, 0, len(q)+len(id)+48)
 	b = append(b, `{"t":"frag","id":`...)
 	b = append(b, id...)
@@ -623,40 +643,77 @@ func (m serverMsg) encode() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// quotes keeps the JSON strings of recent fragments, by the address of their HTML: the regions of many tabs
-// share one render (web's render cache), and quoting it for each of them was a fifth of the server's CPU with 200
-// tabs. An entry holds the HTML itself, so its address cannot be reused while the entry exists.
-var quotes = struct {
-	sync.Mutex
-	m map[*byte]quotedHTML
-}{m: map[*byte]quotedHTML{}}
+// Shared frames. The regions of many tabs share one render (web's render cache): 200 tabs showing one list are
+// sent the same HTML. A frame is that HTML's wire form, made once: quoted as a JSON string (quoting it for each
+// tab was a fifth of the server's CPU with 200 tabs), numbered from one counter for all renders (a tab's region
+// still sees its numbers grow), and, per region id (tabs of the same page use the same ids), the prepared
+// websocket message, compressed once for every connection (compressing it for each was the next quarter).
+// Frames are kept by the address of their HTML; a frame holds the HTML, so the address cannot be reused while
+// it is kept.
 
-type quotedHTML struct{ html, json []byte }
+type frame struct {
+	html   []byte
+	quoted []byte
+	seq    uint64
 
-// maxQuotes bounds the kept quotes (all are dropped when it is reached).
-const maxQuotes = 256
+	mu       sync.Mutex
+	prepared map[string]*websocket.PreparedMessage // by region id
+}
 
-func quoteHTML(html []byte) []byte {
+var (
+	frames = struct {
+		sync.Mutex
+		m map[*byte]*frame
+	}{m: map[*byte]*frame{}}
+	frameSeq atomic.Uint64
+)
+
+// maxFrames bounds the kept frames (all are dropped when it is reached).
+const maxFrames = 256
+
+// frameOf is html's frame, made on first use.
+func frameOf(html []byte) *frame {
 	if len(html) == 0 {
-		return []byte(`""`)
+		return &frame{quoted: []byte(`""`), seq: frameSeq.Add(1)}
 	}
 	p := unsafe.SliceData(html)
-	quotes.Lock()
-	q, ok := quotes.m[p]
-	quotes.Unlock()
-	if ok && len(q.html) == len(html) {
-		return q.json
+	frames.Lock()
+	defer frames.Unlock()
+	if f, ok := frames.m[p]; ok && len(f.html) == len(html) {
+		return f
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)     // a JSON string may hold < > & as they are; escaping them grew every tag
 	_ = enc.Encode(string(html)) // a string always encodes
-	js := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	quotes.Lock()
-	if len(quotes.m) >= maxQuotes {
-		clear(quotes.m)
+	f := &frame{html: html, quoted: bytes.TrimSuffix(buf.Bytes(), []byte("\n")), seq: frameSeq.Add(1)}
+	if len(frames.m) >= maxFrames {
+		clear(frames.m)
 	}
-	quotes.m[p] = quotedHTML{html: html, json: js}
-	quotes.Unlock()
-	return js
+	frames.m[p] = f
+	return f
+}
+
+// preparedFor is the frame's message for region id, prepared once.
+func (f *frame) preparedFor(m serverMsg) (*websocket.PreparedMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if pm, ok := f.prepared[m.ID]; ok {
+		return pm, nil
+	}
+	b, err := m.encode()
+	if err != nil {
+		return nil, err
+	}
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, b)
+	if err != nil {
+		return nil, err
+	}
+	if f.prepared == nil {
+		f.prepared = map[string]*websocket.PreparedMessage{}
+	}
+	if len(f.prepared) < 64 { // ids are a page's regions: r0, r1, ...
+		f.prepared[m.ID] = pm
+	}
+	return pm, nil
 }
