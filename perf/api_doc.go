@@ -30,7 +30,7 @@ var (
 	schedBlockMarkers = docBlock{schedBegin, schedEnd}
 	agentBlockMarkers = docBlock{agentBegin, agentEnd}
 	// allBlocks are the blocks storeperf keeps when it rewrites the file.
-	allBlocks = []docBlock{apiBlockMarkers, schedBlockMarkers, agentBlockMarkers}
+	allBlocks = []docBlock{apiBlockMarkers, schedBlockMarkers, agentBlockMarkers, dashBlockMarkers}
 )
 
 // splice returns doc with the block replaced by section (which carries no markers), or with the block appended

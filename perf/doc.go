@@ -1,4 +1,4 @@
-// Package perf holds four reproducible performance harnesses. The first compares the Wheelhouse store (store/) with
+// Package perf holds five reproducible performance harnesses. The first compares the Wheelhouse store (store/) with
 // etcd and kine, side by side on one machine with one workload. It is its own Go module so that the etcd client
 // never enters the main module. The program is cmd/storeperf; its report is docs/perf.md.
 //
@@ -33,6 +33,10 @@
 // real agents (process runtime, each in a network namespace of its own), one agent's memory with many pods,
 // and the server's CPU and memory under many hollow nodes (`wheelhouse agent --hollow N`) running a large
 // Deployment. It writes its own block (AgentReport, WriteAgentReport).
+//
+// The fifth, cmd/dashperf (RunDash), measures the dashboard with the real binary: write-to-DOM latency in
+// headless Chromium, the pods page at 10,000 pods, memory per connected tab and 200 websocket tabs under pod
+// churn. It writes its own block.
 //
 // Guarantees: no harness turns off durability (no fsync=off, no unsafe etcd flags); every target sees the
 // same keys, value sizes and operation mix; a target that cannot be started is reported with the reason and the
