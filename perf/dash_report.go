@@ -24,7 +24,6 @@ const (
 
 var dashBlockMarkers = docBlock{dashBegin, dashEnd}
 
-
 // WriteDashReport replaces the dashperf block of the markdown file at path with section (creating the file, or
 // appending the block, when needed); the rest of the file is kept.
 func WriteDashReport(path, section string) error { return dashBlockMarkers.write(path, section) }
