@@ -218,6 +218,11 @@ func TestSecretRevealIsAudited(t *testing.T) {
 	if len(evs) != 1 || evs[0].Actor != "owner@t1.example" || !strings.Contains(evs[0].Resource, "secrets/default/db key password") || evs[0].Result != "200" {
 		t.Fatalf("audit log after a reveal: %+v", evs)
 	}
+	// The team's audit page shows it, filtered by action.
+	doc = b.page("/ui/t/t1/audit?action=reveal+secret", http.StatusOK)
+	if rows := testid(doc, "audit-entry"); rows.Length() != 1 || !strings.Contains(rows.Text(), "secrets/default/db key password") {
+		t.Fatalf("audit page filtered by action: %d rows: %q", rows.Length(), rows.Text())
+	}
 }
 
 func TestApplyYAML(t *testing.T) {
@@ -569,5 +574,30 @@ func TestTabsShowingTheSameRegionShareItsFrames(t *testing.T) {
 	// the three tabs' renders, moments apart, straddle at most one such advance, so two at least share one.
 	if seqs[0] != seqs[1] && seqs[1] != seqs[2] && seqs[0] != seqs[2] {
 		t.Fatalf("seqs %v: no two tabs were sent one shared render", seqs)
+	}
+}
+
+func TestRBACBindingsFromTheDashboard(t *testing.T) {
+	e := newEnv(t)
+	b := e.signedIn("owner@t1.example")
+	b.page("/ui/c/c1/apply", http.StatusOK)
+	rb := "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: ops-view, namespace: default}\n" +
+		"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}\n" +
+		"subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: ops@example.com}]\n"
+	doc := parsePage(t, b.post("/ui/c/c1/apply", url.Values{"yaml": {rb}}, true), http.StatusOK)
+	if !strings.Contains(testid(doc, "apply-result").Text(), "created") {
+		t.Fatalf("create a RoleBinding: %q", testid(doc, "apply-result").Text())
+	}
+	doc = b.page("/ui/c/c1/r/rolebindings.rbac.authorization.k8s.io?ns=default", http.StatusOK)
+	row := doc.Find(`[data-testid=row][data-name="ops-view"]`)
+	if row.Length() != 1 || !strings.Contains(row.Text(), "ClusterRole/view") {
+		t.Fatalf("RoleBindings page: %q", testid(doc, "list-table").Text())
+	}
+	b.page("/ui/c/c1/r/rolebindings.rbac.authorization.k8s.io/default/ops-view/confirm/delete", http.StatusOK)
+	if resp := b.post("/ui/c/c1/r/rolebindings.rbac.authorization.k8s.io/default/ops-view/do/delete", nil, true); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %d", resp.StatusCode)
+	}
+	if _, err := e.admin("c1").RbacV1().RoleBindings("default").Get(t.Context(), "ops-view", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after the delete: %v", err)
 	}
 }

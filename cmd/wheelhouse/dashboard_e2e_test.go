@@ -254,6 +254,20 @@ func TestDashboard(t *testing.T) {
 			admin.t = t
 			admin.open("/ui/c/default/r/pods?ns=default&label=app%3Dticker")
 			admin.waitJS("live updates on", `document.documentElement.dataset.live === 'on'`, 10*time.Second)
+			// A hidden tab asks the server to pause its regions, and to resume them when it is shown again.
+			evalIn[any](admin, `(() => {
+				window.__sent = [];
+				const send = WebSocket.prototype.send;
+				WebSocket.prototype.send = function (m) { window.__sent.push(JSON.parse(m).t); return send.call(this, m); };
+				let hidden = true;
+				Object.defineProperty(document, 'hidden', {configurable: true, get: () => hidden});
+				document.dispatchEvent(new Event('visibilitychange'));
+				hidden = false;
+				document.dispatchEvent(new Event('visibilitychange'));
+			})()`)
+			if sent := evalIn[[]string](admin, `window.__sent`); strings.Join(sent, ",") != "pause,resume" {
+				t.Fatalf("messages on hiding and showing the tab: %v, want pause then resume", sent)
+			}
 			admin.click("#live-switch")
 			admin.waitJS("live updates off (socket closed)", `document.documentElement.dataset.live === 'off'`, 5*time.Second)
 			k.must("", "scale", "deployment", "ticker", "--replicas", "4")
