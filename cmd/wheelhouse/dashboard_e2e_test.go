@@ -425,6 +425,39 @@ func TestDashboard(t *testing.T) {
 				t.Fatal("Bob's reloaded page shows another team's pod")
 			}
 		}},
+		{"every page renders", func(t *testing.T) {
+			admin.t = t
+			pod := strings.TrimPrefix(k.must("", "get", "pods", "-l", "app=ticker", "-o", "name"), "pod/")
+			pod = strings.Fields(pod)[0]
+			pages := []struct{ name, path string }{
+				{"overview", "/ui/c/default"}, {"nodes", "/ui/c/default/r/nodes"}, {"node", "/ui/c/default/r/nodes/-/node-a"},
+				{"namespaces", "/ui/c/default/r/namespaces"}, {"events", "/ui/c/default/r/events?ns=default"},
+				{"pods", "/ui/c/default/r/pods"}, {"pod", "/ui/c/default/r/pods/default/" + pod},
+				{"pod-yaml", "/ui/c/default/r/pods/default/" + pod + "/yaml"},
+				{"deployments", "/ui/c/default/r/deployments.apps"}, {"replicasets", "/ui/c/default/r/replicasets.apps"},
+				{"statefulsets", "/ui/c/default/r/statefulsets.apps"}, {"daemonsets", "/ui/c/default/r/daemonsets.apps"},
+				{"jobs", "/ui/c/default/r/jobs.batch"}, {"cronjobs", "/ui/c/default/r/cronjobs.batch"},
+				{"services", "/ui/c/default/r/services"}, {"service", "/ui/c/default/r/services/default/kubernetes"},
+				{"endpointslices", "/ui/c/default/r/endpointslices.discovery.k8s.io"},
+				{"configmaps", "/ui/c/default/r/configmaps"}, {"secrets", "/ui/c/default/r/secrets"},
+				{"serviceaccounts", "/ui/c/default/r/serviceaccounts"},
+				{"clusterroles", "/ui/c/default/r/clusterroles.rbac.authorization.k8s.io"},
+				{"clusterrolebindings", "/ui/c/default/r/clusterrolebindings.rbac.authorization.k8s.io"},
+				{"clusterrole", "/ui/c/default/r/clusterroles.rbac.authorization.k8s.io/-/view"},
+				{"apply", "/ui/c/default/apply"}, {"join", "/ui/c/default/join"},
+				{"team", "/ui/t/default"}, {"members", "/ui/t/default/access"}, {"audit", "/ui/t/default/audit"},
+				{"account", "/ui/account"},
+			}
+			for _, p := range pages {
+				admin.open(p.path)
+				admin.waitJS(p.name+" rendered", `document.readyState === 'complete' && !!document.querySelector('main h1')`, 10*time.Second)
+				if evalIn[bool](admin, `!!document.querySelector('[data-testid=error-title], [data-testid=region-gone]')`) {
+					admin.shot("failed-" + p.name)
+					t.Errorf("%s (%s) shows an error", p.name, p.path)
+				}
+				admin.shot("page-" + p.name)
+			}
+		}},
 		{"pages at phone width", func(t *testing.T) {
 			admin.t = t
 			if err := browsertest.SetViewport(admin.ctx, browsertest.Phone); err != nil {
