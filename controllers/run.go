@@ -13,6 +13,7 @@ func Run(ctx context.Context, d Deps) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { RunServiceAccounts(ctx, d) })
+	wg.Go(func() { RunRootCAPublisher(ctx, d) })
 	wg.Go(func() { RunNamespaces(ctx, d) })
 	wg.Go(func() { RunGarbageCollector(ctx, d) })
 	wg.Go(func() { RunReplicaSets(ctx, d) })

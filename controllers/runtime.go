@@ -43,6 +43,9 @@ type Deps struct {
 	Events *Events
 	// NodeLifecycle configures the node lifecycle controller (zero: upstream's defaults).
 	NodeLifecycle NodeLifecycleConfig
+	// RootCA is the PEM of the CA that signs the API's serving certificate, published into every namespace as
+	// ConfigMap kube-root-ca.crt (empty with a publicly trusted certificate: clients use the system's roots).
+	RootCA []byte
 }
 
 // recorder is the event recorder of one component in one cluster (events are dropped if Deps has no Events,

@@ -65,3 +65,40 @@ func TestDefaultServiceAccountInEveryNamespace(t *testing.T) {
 	}
 	eventually(t, "the default SA recreated", hasDefault(c2, "apps"))
 }
+
+func TestRootCAInEveryNamespace(t *testing.T) {
+	d := newDeps(t)
+	d.RootCA = []byte("-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); Run(ctx, d) }()
+	defer func() { cancel(); <-done }()
+	c1 := admin(t, d, "c1")
+	published := func(ns string) func() bool {
+		return func() bool {
+			cm, err := c1.CoreV1().ConfigMaps(ns).Get(t.Context(), "kube-root-ca.crt", metav1.GetOptions{})
+			return err == nil && cm.Data["ca.crt"] == string(d.RootCA)
+		}
+	}
+	for _, ns := range []string{"default", "kube-system"} {
+		eventually(t, "kube-root-ca.crt in "+ns, published(ns))
+	}
+	if _, err := c1.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kube-root-ca.crt in a new namespace", published("apps"))
+	// Changed or deleted, it is put back.
+	cm, err := c1.CoreV1().ConfigMaps("apps").Get(t.Context(), "kube-root-ca.crt", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["ca.crt"] = "tampered"
+	if _, err := c1.CoreV1().ConfigMaps("apps").Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the tampered ConfigMap restored", published("apps"))
+	if err := c1.CoreV1().ConfigMaps("apps").Delete(t.Context(), "kube-root-ca.crt", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deleted ConfigMap recreated", published("apps"))
+}

@@ -90,6 +90,9 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	if pcs, ok := reg.Lookup(schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}); ok {
 		adm.priority = &admissionpkg.Priority{Classes: admissionpkg.CachedPriorityClasses{API: api, Res: pcs}}
 	}
+	if sas, ok := reg.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}); ok {
+		adm.serviceAccount = &admissionpkg.ServiceAccount{Accounts: admissionpkg.CachedServiceAccounts{API: api, Res: sas}}
+	}
 	src, err := api.RBACSource()
 	if err == nil {
 		authz.a, err = rbac.New(rbac.Config{Source: src, Pods: src, Logger: log.With("component", "rbac")})
@@ -132,7 +135,8 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	}
 	// The controllers and the scheduler run on the replica holding the controller lease, as in-process API
 	// clients with their own identities.
-	deps := controllers.Deps{API: api, Registry: reg, Logger: log.With("component", "controllers"), NodeLifecycle: cfg.nodeLifecycle()}
+	deps := controllers.Deps{API: api, Registry: reg, Logger: log.With("component", "controllers"), NodeLifecycle: cfg.nodeLifecycle(),
+		RootCA: caPEM}
 	schedCfg, err := scheduler.LoadConfig(cfg.SchedulerConfig)
 	if err != nil {
 		closeAll()

@@ -68,17 +68,23 @@ func (r *rbacAuthorizer) Authorize(ctx context.Context, at kubeapi.Attributes) (
 }
 
 // admission checks writes before they are stored: Priority for new pods (spec.priority from the
-// PriorityClass), DefaultTolerationSeconds for new pods, NodeRestriction for nodes, then RBAC's escalation check
-// for RBAC objects.
+// PriorityClass), ServiceAccount for new pods (the kube-api-access volume), DefaultTolerationSeconds for new
+// pods, NodeRestriction for nodes, then RBAC's escalation check for RBAC objects.
 type admission struct {
-	r           *rbacAuthorizer
-	priority    *admissionpkg.Priority // set once the API exists
-	tolerations admissionpkg.DefaultTolerationSeconds
+	r              *rbacAuthorizer
+	priority       *admissionpkg.Priority       // set once the API exists
+	serviceAccount *admissionpkg.ServiceAccount // set once the API exists
+	tolerations    admissionpkg.DefaultTolerationSeconds
 }
 
 func (ad *admission) Admit(ctx context.Context, req kubeapi.AdmissionRequest) error {
 	if ad.priority != nil {
 		if err := ad.priority.Admit(ctx, req); err != nil {
+			return err
+		}
+	}
+	if ad.serviceAccount != nil {
+		if err := ad.serviceAccount.Admit(ctx, req); err != nil {
 			return err
 		}
 	}
