@@ -1,0 +1,388 @@
+package nft
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
+)
+
+// Backend keeps a node's nftables table equal to a proxy.State. Its methods are safe for concurrent use (they run
+// one at a time).
+type Backend struct {
+	cfg Config
+	log *slog.Logger
+
+	// mu serialises the methods and guards everything below, the socket included.
+	mu   sync.Mutex
+	sock *sock
+	// record is what the table holds, as the backend last programmed it (drained destinations included: nftables
+	// has no weights, so they are in the record only).
+	record proxy.Programmed
+	// hairpin counts the virtual services of record that have each endpoint address (the hairpin set's elements).
+	hairpin map[netip.Addr]int
+	// synced: the table is known to hold record; false before the first Sync and after a failure, so that the next
+	// Sync rewrites the table whole.
+	synced bool
+	// gen is the ruleset generation of the backend's last transaction; another means someone else committed.
+	gen uint32
+	// skipped is the number of IPv6 virtual services the last Sync left out (logged when it changes).
+	skipped int
+	// lastBatch is the number of messages of the last transaction, readBacks the number of times the table was
+	// read back (tests check that a change stays small and that syncs do not read back needlessly).
+	lastBatch, readBacks int
+}
+
+// New opens a backend for cfg's namespace. It does not touch the table: the first Sync writes it whole.
+func New(cfg Config) (*Backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s, err := openSock(cfg.NetNS)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: cfg, log: cfg.Logger.With("table", cfg.Table), sock: s}, nil
+}
+
+// Close releases the backend's socket; the table stays (Cleanup removes it).
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sock.close()
+}
+
+// Sync makes the table hold desired (its IPv4 virtual services) in one transaction: all of it or, on an error,
+// none. The first Sync, and any after a failure or after someone else changed the table, rewrites the table
+// whole; the others change only the chains and elements of the virtual services that changed. A destination that
+// leaves a virtual service stops getting new connections at once (established ones go on through conntrack) and
+// leaves the record at the next Sync (proxy.Diff's drain, then delete). When the kernel refuses an incremental
+// change, Sync rewrites the table at once; the error it returns is a refused rewrite (or a failed read), and the
+// next Sync rewrites again.
+func (b *Backend) Sync(ctx context.Context, desired proxy.State) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	desired = b.supported(desired)
+	if b.synced {
+		if err := b.checkForeign(false); err != nil {
+			return err
+		}
+	}
+	if !b.synced {
+		return b.rewrite(programmedOf(desired))
+	}
+	have, want := b.pending(desired)
+	changes := proxy.Diff(have, want)
+	if len(changes) == 0 {
+		return nil
+	}
+	next := proxy.Apply(have, changes)
+	bt, delta, err := b.incremental(next, changes)
+	if err != nil {
+		return err
+	}
+	if bt.len() > 1 { // else drained destinations were deleted: the record only
+		gen, err := b.sock.commit(bt)
+		if err != nil {
+			b.log.Warn("nftables refused an incremental sync; rewriting the table", "error", err)
+			return b.rewrite(programmedOf(desired))
+		}
+		b.gen, b.lastBatch = gen, bt.len()
+	}
+	for k := range have {
+		delete(b.record, k)
+	}
+	maps.Copy(b.record, next)
+	for a, d := range delta {
+		if b.hairpin[a] += d; b.hairpin[a] == 0 {
+			delete(b.hairpin, a)
+		}
+	}
+	return nil
+}
+
+// pending is the part of the record and of desired that differ: the virtual services Diff has work on (a full
+// Diff and Apply of 10,000 services costs more than the transaction of one change).
+func (b *Backend) pending(desired proxy.State) (proxy.Programmed, proxy.State) {
+	have, want := proxy.Programmed{}, proxy.State{}
+	for k, v := range desired {
+		ps, ok := b.record[k]
+		if ok && len(ps.Drained) == 0 && ps.VirtualService.Equal(v) {
+			continue
+		}
+		want[k] = v
+		if ok {
+			have[k] = ps
+		}
+	}
+	for k, ps := range b.record {
+		if _, ok := desired[k]; !ok {
+			have[k] = ps
+		}
+	}
+	return have, want
+}
+
+// Resync reads the whole table back and rewrites it if it is not what the backend programmed (a rule deleted by
+// hand, the table flushed). Meant to run periodically; a no-op before the first Sync.
+func (b *Backend) Resync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.record == nil && !b.synced {
+		return nil
+	}
+	if b.synced {
+		if err := b.checkForeign(true); err != nil || b.synced {
+			return err
+		}
+	}
+	return b.rewrite(b.record)
+}
+
+// Programmed is what the backend last programmed (a copy): each virtual service with its active destinations
+// and the drained ones.
+func (b *Backend) Programmed() proxy.Programmed {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return proxy.Apply(b.record, nil)
+}
+
+// Cleanup removes the table (none is not an error) and forgets what was programmed.
+func (b *Backend) Cleanup(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bt := newBatch(b.cfg.Table, 256) // adds the table, so that deleting it cannot fail
+	bt.delTable()
+	if _, err := b.sock.commit(bt); err != nil {
+		return fmt.Errorf("nft: delete table %s: %w", b.cfg.Table, err)
+	}
+	b.record, b.hairpin, b.synced = nil, nil, false
+	return nil
+}
+
+// supported drops what the table cannot hold: IPv6 virtual services (logged when their number changes), and IPv6
+// destinations of IPv4 ones (the model never makes those).
+func (b *Backend) supported(desired proxy.State) proxy.State {
+	out, cloned := desired, false
+	notIPv4 := func(d netip.AddrPort) bool { return !d.Addr().Is4() }
+	for k, v := range desired {
+		if k.Addr.Is4() && !slices.ContainsFunc(v.Destinations, notIPv4) {
+			continue
+		}
+		if !cloned {
+			out, cloned = maps.Clone(desired), true
+		}
+		if !k.Addr.Is4() {
+			delete(out, k)
+			continue
+		}
+		v.Destinations = slices.DeleteFunc(slices.Clone(v.Destinations), notIPv4)
+		out[k] = v
+	}
+	if skipped := len(desired) - len(out); skipped != b.skipped {
+		b.skipped = skipped
+		b.log.Warn("IPv6 virtual services are not programmed (the table is family ip)", "count", skipped)
+	}
+	return out
+}
+
+// checkForeign verifies the table when the ruleset changed since the backend's last transaction (always, when
+// asked to); a table that is not what the backend programmed is marked for a rewrite (synced cleared).
+func (b *Backend) checkForeign(always bool) error {
+	gen, err := b.sock.generation()
+	if err != nil || gen == b.gen && !always {
+		return err
+	}
+	if err := b.verify(); err != nil {
+		return err
+	}
+	if b.synced {
+		b.gen = gen
+	}
+	return nil
+}
+
+// verify reads the table back and compares it with the record; a difference clears synced.
+func (b *Backend) verify() error {
+	b.readBacks++
+	got, err := b.sock.readImage(b.cfg.Table)
+	if err != nil {
+		return err
+	}
+	if diff := got.difference(expectedImage(b.cfg, b.record)); diff != "" {
+		b.log.Warn("the nftables table is not what was programmed; rewriting it", "difference", diff)
+		b.synced = false
+	}
+	return nil
+}
+
+// rewrite replaces the table with one holding p, in one transaction (so traffic never sees it half-made).
+func (b *Backend) rewrite(p proxy.Programmed) error {
+	bt := newBatch(b.cfg.Table, batchSize(p)) // adds the table, so that deleting it cannot fail
+	bt.delTable()
+	bt.addTable()
+	for _, s := range []setDef{setServices, setHairpin, setAffinity} {
+		bt.addSet(s)
+	}
+	for _, c := range skeleton(b.cfg) {
+		bt.addChain(c.name, c.hook)
+		for _, r := range c.rules {
+			if err := bt.addRule(c.name, r); err != nil {
+				return err
+			}
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(p), proxy.Key.Compare)
+	elems := make([]elem, 0, len(keys))
+	for _, k := range keys {
+		if err := b.addService(bt, p[k].VirtualService); err != nil {
+			return err
+		}
+		elems = append(elems, elem{key: servicesKey(k), gotoChain: chainName(k)})
+	}
+	bt.elems(false, setServices, elems)
+	hairpin := hairpinCounts(p)
+	bt.elems(false, setHairpin, hairpinElems(slices.Collect(maps.Keys(hairpin))))
+	gen, err := b.sock.commit(bt)
+	if err != nil {
+		b.synced = false
+		return fmt.Errorf("nft: rewrite table %s with %d virtual services: %w", b.cfg.Table, len(p), err)
+	}
+	b.record, b.hairpin, b.synced, b.gen, b.lastBatch = p, hairpin, true, gen, bt.len()
+	return nil
+}
+
+// addService adds a virtual service's chain and rules to bt.
+func (b *Backend) addService(bt *batch, vs proxy.VirtualService) error {
+	chain := chainName(vs.Key)
+	bt.addChain(chain, nil)
+	for _, r := range serviceRules(b.cfg, vs) {
+		if err := bt.addRule(chain, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// incremental is the transaction that takes the table from b.record to next (the new form of the virtual services
+// changes name; absent: deleted), touching only those: new ones get their chain and map element, removed ones
+// lose them, changed ones have their chain's rules rewritten when they differ (a drained destination's deletion
+// changes nothing in the kernel). It returns the change to the hairpin counts too.
+func (b *Backend) incremental(next proxy.Programmed, changes []proxy.Change) (*batch, map[netip.Addr]int, error) {
+	bt := newBatch(b.cfg.Table, 4096)
+	delta := map[netip.Addr]int{}
+	var addElems, delElems []elem
+	var delChains []string
+	seen := map[proxy.Key]bool{}
+	for _, c := range changes {
+		k := c.Service.Key
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		old, had := b.record[k]
+		now, has := next[k]
+		for _, d := range old.Destinations {
+			delta[d.Addr()]--
+		}
+		for _, d := range now.Destinations {
+			delta[d.Addr()]++
+		}
+		switch {
+		case !had:
+			if err := b.addService(bt, now.VirtualService); err != nil {
+				return nil, nil, err
+			}
+			addElems = append(addElems, elem{key: servicesKey(k), gotoChain: chainName(k)})
+		case !has:
+			delElems = append(delElems, elem{key: servicesKey(k)})
+			delChains = append(delChains, chainName(k))
+		default:
+			rules := serviceRules(b.cfg, now.VirtualService)
+			if slices.Equal(comments(serviceRules(b.cfg, old.VirtualService)), comments(rules)) {
+				continue
+			}
+			bt.flushChain(chainName(k))
+			for _, r := range rules {
+				if err := bt.addRule(chainName(k), r); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	addHairpin, delHairpin, err := b.hairpinChanges(delta)
+	if err != nil {
+		return nil, nil, err
+	}
+	bt.elems(false, setServices, addElems)
+	bt.elems(false, setHairpin, hairpinElems(addHairpin))
+	bt.elems(true, setServices, delElems)
+	bt.elems(true, setHairpin, hairpinElems(delHairpin))
+	for _, chain := range delChains {
+		bt.flushChain(chain) // older kernels refuse to delete a chain that has rules
+		bt.delChain(chain)
+	}
+	return bt, delta, nil
+}
+
+// hairpinChanges are the addresses that enter and leave the hairpin set when the counts change by delta (whose
+// zero entries it drops).
+func (b *Backend) hairpinChanges(delta map[netip.Addr]int) (add, del []netip.Addr, err error) {
+	for a, d := range delta {
+		before := b.hairpin[a]
+		switch after := before + d; {
+		case d == 0:
+			delete(delta, a)
+		case before == 0 && after > 0:
+			add = append(add, a)
+		case before > 0 && after == 0:
+			del = append(del, a)
+		case after < 0:
+			return nil, nil, fmt.Errorf("nft: hairpin count of %v went negative (a bug)", a)
+		}
+	}
+	return add, del, nil
+}
+
+func hairpinElems(addrs []netip.Addr) []elem {
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	out := make([]elem, len(addrs))
+	for i, a := range addrs {
+		out[i] = elem{key: hairpinKey(a)}
+	}
+	return out
+}
+
+// batchSize estimates the bytes of a transaction writing p: about 300 per rule.
+func batchSize(p proxy.Programmed) int {
+	n := 4096
+	for _, ps := range p {
+		n += 300 * (2 + 2*len(ps.Destinations))
+	}
+	return n
+}
+
+// programmedOf is desired as a freshly written table holds it: every destination active, none drained.
+func programmedOf(desired proxy.State) proxy.Programmed {
+	out := make(proxy.Programmed, len(desired))
+	for k, v := range desired {
+		v.Destinations = slices.Clone(v.Destinations)
+		out[k] = proxy.ProgrammedService{VirtualService: v}
+	}
+	return out
+}

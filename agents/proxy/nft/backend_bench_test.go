@@ -1,0 +1,61 @@
+package nft
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
+)
+
+// BenchmarkFullSync: the first Sync of n services with 10 endpoints each into a namespace without the table.
+func BenchmarkFullSync(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			node := newNS(b, b.TempDir(), "node")
+			desired := manyServices(n, 10)
+			for b.Loop() {
+				b.StopTimer()
+				be := newBackend(b, node, Config{PodCIDR: podCIDR})
+				if err := be.Cleanup(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := be.Sync(b.Context(), desired); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(be.lastBatch), "msgs/op")
+			}
+		})
+	}
+}
+
+// BenchmarkOneEndpointChange: with 10,000 services of 10 endpoints programmed, a Sync in which one service's
+// endpoint is replaced (a different service each time).
+func BenchmarkOneEndpointChange(b *testing.B) {
+	const n = 10000
+	be := newBackend(b, newNS(b, b.TempDir(), "node"), Config{PodCIDR: podCIDR})
+	desired := manyServices(n, 10)
+	if err := be.Sync(b.Context(), desired); err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]proxy.Key, 0, n)
+	for k := range desired {
+		keys = append(keys, k)
+	}
+	i := 0
+	for b.Loop() {
+		k := keys[i%n]
+		vs := desired[k]
+		vs.Destinations = append([]netip.AddrPort{netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 245, byte(i >> 8), byte(i)}), 8080)},
+			vs.Destinations[1:]...)
+		slices.SortFunc(vs.Destinations, netip.AddrPort.Compare) // as the model has them
+		desired[k] = vs
+		i++
+		if err := be.Sync(b.Context(), desired); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(be.lastBatch), "msgs/op")
+}
