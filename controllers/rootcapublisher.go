@@ -46,16 +46,8 @@ func RunRootCAPublisher(ctx context.Context, d Deps) {
 		}, log)
 	})
 	work(ctx, q, 2, d.clock(), func(ctx context.Context, k Key) error {
-		namespaces, err := nsCol(ctx)
-		if err != nil {
+		if active, err := d.activeNamespace(ctx, k); err != nil || !active {
 			return err
-		}
-		e, ok, _ := namespaces.GetIn(k.Cluster, "", k.Namespace)
-		if !ok {
-			return nil
-		}
-		if ns := e.Object.(*corev1.Namespace); ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
-			return nil
 		}
 		maps, err := cmCol(ctx)
 		if err != nil {

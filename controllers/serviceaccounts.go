@@ -49,16 +49,8 @@ func RunServiceAccounts(ctx context.Context, d Deps) {
 		}, log)
 	})
 	work(ctx, q, 2, d.clock(), func(ctx context.Context, k Key) error {
-		namespaces, err := nsCol(ctx)
-		if err != nil {
-			return err
-		}
-		e, ok, _ := namespaces.GetIn(k.Cluster, "", k.Namespace)
-		if !ok {
-			return nil // gone: nothing to keep
-		}
-		if ns := e.Object.(*corev1.Namespace); ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
-			return nil
+		if active, err := d.activeNamespace(ctx, k); err != nil || !active {
+			return err // gone or going: nothing to keep
 		}
 		accounts, err := saCol(ctx)
 		if err != nil {
@@ -79,6 +71,20 @@ func RunServiceAccounts(ctx context.Context, d Deps) {
 		return err
 	}, log)
 	wg.Wait()
+}
+
+// activeNamespace reports whether the namespace of key k is in the cache and not terminating.
+func (d Deps) activeNamespace(ctx context.Context, k Key) (bool, error) {
+	namespaces, err := d.collection(ctx, namespacesGVR)
+	if err != nil {
+		return false, err
+	}
+	e, ok, _ := namespaces.GetIn(k.Cluster, "", k.Namespace)
+	if !ok {
+		return false, nil
+	}
+	ns := e.Object.(*corev1.Namespace)
+	return ns.DeletionTimestamp == nil && ns.Status.Phase != corev1.NamespaceTerminating, nil
 }
 
 // terminating reports the API's refusal to create in a terminating namespace.

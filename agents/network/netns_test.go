@@ -4,113 +4,22 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/network/netnstest"
 )
+
+// newNS, inNS and nsHandle: namespaces of the test (agents/network/netnstest).
+func newNS(t *testing.T, dir, name string) string           { return netnstest.New(t, dir, name) }
+func inNS(t *testing.T, path string, fn func() error) error { return netnstest.Run(path, fn) }
+func nsHandle(t *testing.T, path string) *netlink.Handle    { return netnstest.Handle(t, path) }
 
 // Test hosts are network namespaces bind-mounted on files of a temporary directory: nothing a test does
 // touches the namespace the test runs in.
-
-// newNS makes a network namespace with lo up and returns its path; it is removed when the test ends.
-func newNS(t *testing.T, dir, name string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, nil, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	err := onThread(func() error {
-		orig, err := netns.Get()
-		if err != nil {
-			return err
-		}
-		defer orig.Close()
-		ns, err := netns.New() // unshares this thread
-		if err != nil {
-			return err
-		}
-		defer ns.Close()
-		mountErr := unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), path, "", unix.MS_BIND, "")
-		if err := netns.Set(orig); err != nil {
-			return fmt.Errorf("back to the test's namespace: %w", err) // the thread stays locked: Go drops it
-		}
-		runtime.UnlockOSThread()
-		return mountErr
-	})
-	if err != nil {
-		t.Fatalf("network namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", path, err)
-		}
-	})
-	h := nsHandle(t, path)
-	lo, err := h.LinkByName("lo")
-	if err == nil {
-		err = h.LinkSetUp(lo)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// onThread runs fn on a new locked OS thread; fn unlocks it when it leaves the thread as it found it.
-func onThread(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- fn()
-	}()
-	return <-errc
-}
-
-// inNS runs fn on a thread in the namespace at path (sockets fn opens stay there).
-func inNS(t *testing.T, path string, fn func() error) error {
-	t.Helper()
-	return onThread(func() error {
-		orig, err := netns.Get()
-		if err != nil {
-			return err
-		}
-		defer orig.Close()
-		ns, err := netns.GetFromPath(path)
-		if err != nil {
-			return err
-		}
-		defer ns.Close()
-		if err := netns.Set(ns); err != nil {
-			return err
-		}
-		err = fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		return err
-	})
-}
-
-// nsHandle is a netlink handle in the namespace at path, closed when the test ends.
-func nsHandle(t *testing.T, path string) *netlink.Handle {
-	t.Helper()
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
-}
 
 // lan is an L2 segment: a bridge in its own namespace, with hosts attached by veth pairs (eth0 on their side).
 type lan struct {

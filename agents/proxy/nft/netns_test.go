@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,91 +16,18 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/network/netnstest"
 )
+
+// newNS, inNS and nsHandle: namespaces of the test (agents/network/netnstest).
+func newNS(t testing.TB, dir, name string) string        { return netnstest.New(t, dir, name) }
+func inNS(path string, fn func() error) error            { return netnstest.Run(path, fn) }
+func nsHandle(t testing.TB, path string) *netlink.Handle { return netnstest.Handle(t, path) }
 
 // Test hosts are network namespaces bind-mounted on files of a temporary directory: nothing a test does touches
 // the namespace the test runs in, and everything goes when the test ends (unmounting a namespace destroys it with
 // its links, once the backend's socket is closed).
-
-// newNS makes a network namespace with lo up and returns its path.
-func newNS(t testing.TB, dir, name string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, nil, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	err := onThread(func() error {
-		orig, err := netns.Get()
-		if err != nil {
-			return err
-		}
-		defer orig.Close()
-		ns, err := netns.New() // unshares this thread
-		if err != nil {
-			return err
-		}
-		defer ns.Close()
-		mountErr := unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), path, "", unix.MS_BIND, "")
-		if err := netns.Set(orig); err != nil {
-			return fmt.Errorf("back to the test's namespace: %w", err) // the thread stays locked: Go drops it
-		}
-		runtime.UnlockOSThread()
-		return mountErr
-	})
-	if err != nil {
-		t.Fatalf("network namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", path, err)
-		}
-	})
-	h := nsHandle(t, path)
-	lo, err := h.LinkByName("lo")
-	if err == nil {
-		err = h.LinkSetUp(lo)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// onThread runs fn on a new locked OS thread; fn unlocks it when it leaves the thread as it found it.
-func onThread(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- fn()
-	}()
-	return <-errc
-}
-
-// inNS runs fn on a thread in the namespace at path (sockets fn opens stay there).
-func inNS(path string, fn func() error) error {
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
-	return inNamespace(ns, fn)
-}
-
-// nsHandle is a netlink handle in the namespace at path, closed when the test ends.
-func nsHandle(t testing.TB, path string) *netlink.Handle {
-	t.Helper()
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
-}
 
 // sysctl writes a sysctl of the namespace at path (under /proc/sys).
 func sysctl(t testing.TB, path, key, value string) {
