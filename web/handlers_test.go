@@ -601,3 +601,26 @@ func TestRBACBindingsFromTheDashboard(t *testing.T) {
 		t.Fatalf("after the delete: %v", err)
 	}
 }
+
+func TestAcceptInvitationAsTheSignedInUser(t *testing.T) {
+	e := newEnv(t)
+	tok, _, err := e.ten.CreateInvitation(t.Context(), "t1", "owner@t2.example", tenancy.RoleMember, e.users["owner@t1.example"].ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.signedIn("owner@t2.example")
+	doc := b.page("/ui/invitation?token="+url.QueryEscape(tok), http.StatusOK)
+	if !strings.Contains(testid(doc, "accept-me").Text(), "owner@t2.example") {
+		t.Fatalf("invitation page: %q", doc.Find("main").Text())
+	}
+	if resp := b.post("/ui/invitation", url.Values{"token": {tok}, "as": {"me"}}, false); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("accepting without the CSRF token: %d, want 403", resp.StatusCode)
+	}
+	if resp := b.post("/ui/invitation", url.Values{"token": {tok}, "as": {"me"}}, true); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("accept: %d", resp.StatusCode)
+	}
+	role, err := e.ten.MemberRole(t.Context(), "t1", e.users["owner@t2.example"].ID)
+	if err != nil || role != tenancy.RoleMember {
+		t.Fatalf("role in t1 after accepting: %q %v", role, err)
+	}
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -598,7 +599,7 @@ func (d *Dashboard) acceptInvitation(c echo.Context) error {
 	vw := d.optionalViewer(c)
 	if c.FormValue("as") == "me" && vw != nil {
 		c.Set(viewerKey, vw) // the platform checks the session's CSRF token the form carried
-		if c.FormValue(csrfField) != vw.sess.CSRF {
+		if subtle.ConstantTimeCompare([]byte(c.FormValue(csrfField)), []byte(vw.sess.CSRF)) != 1 {
 			return d.errorPage(c, http.StatusForbidden, "Form expired", "Reload the invitation and try again.")
 		}
 		v.SignedIn, v.CSRF = vw.sess.Email, vw.sess.CSRF
