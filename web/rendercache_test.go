@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi/apitest"
 )
 
 func TestSharedRenders(t *testing.T) {
@@ -83,7 +84,7 @@ func TestSharedRenders(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "a render in flight", func() bool {
+	apitest.Eventually(t, "a render in flight", func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
 		return rc.inflight[key] != nil
@@ -100,15 +101,4 @@ func TestSharedRenders(t *testing.T) {
 	}
 	get()
 	want("after a failed render", 6)
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling interval, with a deadline
-	}
 }

@@ -236,7 +236,10 @@ func TestDashboard(t *testing.T) {
 			admin.t = t
 			admin.open("/ui/c/default/r/pods?ns=default&label=app%3Dticker")
 			admin.waitJS("pod rows", `document.querySelectorAll('[data-testid=row-link]').length > 0`, 10*time.Second)
-			admin.click(`[data-testid=row-link]`)
+			// The row's link, followed as a user does; read rather than clicked, since the live region may be
+			// re-rendered (its elements replaced) between finding the link and clicking it.
+			href := evalIn[string](admin, `document.querySelector('[data-testid=row-link]').getAttribute('href')`)
+			admin.open(href)
 			admin.waitText(`[data-testid=object-title]`, "Pod ticker-", 10*time.Second)
 			admin.click(`[data-testid=action-logs]`)
 			admin.waitText(`[data-testid=logs]`, "tick 3", 30*time.Second)
