@@ -99,7 +99,24 @@ func podContainers(ctx context.Context, rt interface {
 	return out, nil
 }
 
-// sandboxConfig is the CRI sandbox of a pod.
+// sandboxConfig is the CRI sandbox of a pod on this node: sandboxConfig's, with the pod's resolver. fallback:
+// the pod asked for cluster DNS and the node has none.
+func (p *Pods) sandboxConfig(pod *corev1.Pod, attempt uint32) (cfg *runtimeapi.PodSandboxConfig, fallback bool) {
+	cfg = sandboxConfig(pod, attempt, p.logDir())
+	r, fallback := p.cfg.DNS.ForPod(pod)
+	cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: r.Servers, Searches: r.Searches, Options: r.Options}
+	return cfg, fallback
+}
+
+// dnsPolicy is the pod's dnsPolicy, ClusterFirst when unset.
+func dnsPolicy(pod *corev1.Pod) corev1.DNSPolicy {
+	if pod.Spec.DNSPolicy == "" {
+		return corev1.DNSClusterFirst
+	}
+	return pod.Spec.DNSPolicy
+}
+
+// sandboxConfig is the CRI sandbox of a pod, without its resolver.
 func sandboxConfig(pod *corev1.Pod, attempt uint32, logDir string) *runtimeapi.PodSandboxConfig {
 	labels := map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)}
 	for k, v := range pod.Labels {

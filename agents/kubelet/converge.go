@@ -38,7 +38,7 @@ func (w *worker) converge(ctx context.Context, pod *corev1.Pod) observed {
 		}
 		w.volumesAt = now
 	}
-	sbConfig := sandboxConfig(pod, sb.Metadata.GetAttempt(), w.p.logDir())
+	sbConfig, _ := w.p.sandboxConfig(pod, sb.Metadata.GetAttempt())
 	w.probes.sync(pod, ob)
 	ob.ready, ob.started = w.probes.readiness(), w.probes.startup() // with the probers just started
 	if !w.initContainers(ctx, pod, sb.Id, sbConfig, &ob) {
@@ -61,7 +61,12 @@ func (w *worker) createSandbox(ctx context.Context, pod *corev1.Pod) error {
 		attempt = max(attempt, sb.Metadata.GetAttempt()+1)
 		_ = w.p.cfg.Runtime.RemovePodSandbox(ctx, sb.Id)
 	}
-	_, err = w.p.cfg.Runtime.RunPodSandbox(ctx, sandboxConfig(pod, attempt, w.p.logDir()), "")
+	cfg, fallback := w.p.sandboxConfig(pod, attempt)
+	if fallback {
+		w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "MissingClusterDNS",
+			"the node has no cluster DNS: pod %q gets the node's resolver instead of its %q policy's", pod.Name, dnsPolicy(pod))
+	}
+	_, err = w.p.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
 	return err
 }
 

@@ -12,12 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // objects reads the ConfigMaps and Secrets a pod refers to (through the node authorizer, which allows exactly
-// those of pods bound to this node).
-type objects struct{ cs kubernetes.Interface }
+// those of pods bound to this node), and lists the Services for the service links (nil: none).
+type objects struct {
+	cs       kubernetes.Interface
+	services corelisters.ServiceLister
+}
 
 func (o objects) configMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
 	return o.cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
@@ -36,8 +40,22 @@ func (e *envError) Error() string { return e.msg }
 // containerEnv builds a container's environment as kubelet does: envFrom first (in order, later sources win,
 // keys that are not valid names skipped), then env in order with $(VAR) references expanded against what came
 // before; fieldRef and resourceFieldRef from the pod; configMapKeyRef / secretKeyRef from the API.
+//
+// The Services' variables (serviceEnv) come last, each unless the container defines it, and $(VAR) references
+// expand to them too, as kubelet's.
 func containerEnv(ctx context.Context, o objects, pod *corev1.Pod, c *corev1.Container, podIP, hostIP string) ([]*runtimeapi.KeyValue, error) {
+	svcVars, err := serviceEnv(o.services, pod)
+	if err != nil {
+		return nil, err
+	}
 	vars := map[string]string{}
+	lookup := func(name string) (string, bool) {
+		if v, ok := vars[name]; ok {
+			return v, true
+		}
+		v, ok := svcVars[name]
+		return v, ok
+	}
 	var order []string
 	set := func(k, v string) {
 		if _, ok := vars[k]; !ok {
@@ -57,7 +75,7 @@ func containerEnv(ctx context.Context, o objects, pod *corev1.Pod, c *corev1.Con
 	for _, e := range c.Env {
 		v := e.Value
 		if e.ValueFrom == nil {
-			v = expand(v, vars)
+			v = expand(v, lookup)
 		} else {
 			var ok bool
 			var err error
@@ -68,6 +86,11 @@ func containerEnv(ctx context.Context, o objects, pod *corev1.Pod, c *corev1.Con
 			}
 		}
 		set(e.Name, v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(svcVars)) {
+		if _, ok := vars[k]; !ok {
+			set(k, svcVars[k])
+		}
 	}
 	out := make([]*runtimeapi.KeyValue, 0, len(order))
 	for _, k := range order {
@@ -228,7 +251,7 @@ func resourceField(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFie
 
 // expand replaces $(VAR) with the variable's value when defined; $$ escapes a $; anything else is kept as written,
 // as Kubernetes' expansion does.
-func expand(s string, vars map[string]string) string {
+func expand(s string, lookup func(string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -249,7 +272,7 @@ func expand(s string, vars map[string]string) string {
 				return b.String()
 			}
 			name := s[i+2 : i+2+end]
-			if v, ok := vars[name]; ok {
+			if v, ok := lookup(name); ok {
 				b.WriteString(v)
 			} else {
 				b.WriteString("$(" + name + ")")
@@ -271,9 +294,10 @@ func expandAll(in []string, env []*runtimeapi.KeyValue) []string {
 	for _, kv := range env {
 		vars[kv.Key] = string(kv.Value)
 	}
+	lookup := func(name string) (string, bool) { v, ok := vars[name]; return v, ok }
 	out := make([]string, len(in))
 	for i, s := range in {
-		out[i] = expand(s, vars)
+		out[i] = expand(s, lookup)
 	}
 	return out
 }

@@ -13,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents/dns"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
 )
 
@@ -40,9 +42,15 @@ type PodsConfig struct {
 	// an httpGet, tcpSocket or grpc probe could never pass. Probe timing (initialDelaySeconds, periodSeconds,
 	// thresholds) still applies; the runtime is never asked. Off for real nodes.
 	HandlersSucceed bool
-	Clock           clock.WithTicker
-	Recorder        record.EventRecorder
-	Logger          *slog.Logger
+	// DNS is the node's cluster DNS: each pod's sandbox gets the resolver of its dnsPolicy (a pod asking for
+	// cluster DNS on a node without any gets the host's, with a MissingClusterDNS event).
+	DNS dns.ClusterDNS
+	// Services lists the Services whose variables containers get (KUBERNETES_SERVICE_HOST and the service
+	// links); nil: none.
+	Services corelisters.ServiceLister
+	Clock    clock.WithTicker
+	Recorder record.EventRecorder
+	Logger   *slog.Logger
 }
 
 func (c PodsConfig) withDefaults() PodsConfig {
@@ -86,7 +94,7 @@ func NewPods(cs kubernetes.Interface, cfg PodsConfig) (*Pods, error) {
 		return nil, errors.New("kubelet: the pod manager needs a node name, a runtime, a data dir and the node's IP")
 	}
 	cfg = cfg.withDefaults()
-	o := objects{cs: cs}
+	o := objects{cs: cs, services: cfg.Services}
 	return &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods"), tokens: newTokenCache(cfg.Clock.Now)},
 		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{}}, nil
 }

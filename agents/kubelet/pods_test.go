@@ -26,13 +26,15 @@ import (
 // recording is the fake runtime keeping the configs containers were created with.
 type recording struct {
 	*fake.Runtime
-	mu      sync.Mutex
-	configs map[string]*runtimeapi.ContainerConfig // by container name, the latest
+	mu        sync.Mutex
+	configs   map[string]*runtimeapi.ContainerConfig  // by container name, the latest
+	sbConfigs map[string]*runtimeapi.PodSandboxConfig // by container name, the latest's sandbox
 }
 
 func (r *recording) CreateContainer(ctx context.Context, sb string, c *runtimeapi.ContainerConfig, sbc *runtimeapi.PodSandboxConfig) (string, error) {
 	r.mu.Lock()
 	r.configs[c.Metadata.Name] = c
+	r.sbConfigs[c.Metadata.Name] = sbc
 	r.mu.Unlock()
 	return r.Runtime.CreateContainer(ctx, sb, c, sbc)
 }
@@ -41,6 +43,12 @@ func (r *recording) config(name string) *runtimeapi.ContainerConfig {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.configs[name]
+}
+
+func (r *recording) sandboxConfig(name string) *runtimeapi.PodSandboxConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sbConfigs[name]
 }
 
 // podEnv runs a node's pod manager on the fake runtime against a real API, as node n1 of cluster c1.
@@ -53,6 +61,8 @@ type podEnv struct {
 	clk   *clocktesting.FakeClock
 	dir   string
 	stop  func()
+	// configure, when set, adjusts the pod manager's configuration at every start.
+	configure func(*PodsConfig)
 }
 
 func newPodEnv(t *testing.T) *podEnv { return newPodEnvWith(t, nil) }
@@ -62,7 +72,27 @@ func newPodEnvWith(t *testing.T, configure func(*kubeapi.Config)) *podEnv {
 	api, _ := apitest.NewWith(t, configure)
 	e := &podEnv{t: t, api: api, admin: apitest.Admin(t, api, "c1"), node: nodeClient(t, api, "n1"),
 		clk: clocktesting.NewFakeClock(time.Now()), dir: t.TempDir()}
-	e.rt = &recording{Runtime: fake.New(fake.WithClock(e.clk.Now)), configs: map[string]*runtimeapi.ContainerConfig{}}
+	e.rt = &recording{Runtime: fake.New(fake.WithClock(e.clk.Now)), configs: map[string]*runtimeapi.ContainerConfig{},
+		sbConfigs: map[string]*runtimeapi.PodSandboxConfig{}}
+	n, err := NewNode(e.node, NodeConfig{Name: "n1", Host: newFakeHost().read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	return e
+}
+
+// newPodEnvConfigured is newPodEnv whose pod manager runs with configure applied to its configuration.
+func newPodEnvConfigured(t *testing.T, configure func(e *podEnv, c *PodsConfig)) *podEnv {
+	api, _ := apitest.NewWith(t, nil)
+	e := &podEnv{t: t, api: api, admin: apitest.Admin(t, api, "c1"), node: nodeClient(t, api, "n1"),
+		clk: clocktesting.NewFakeClock(time.Now()), dir: t.TempDir()}
+	e.configure = func(c *PodsConfig) { configure(e, c) }
+	e.rt = &recording{Runtime: fake.New(fake.WithClock(e.clk.Now)), configs: map[string]*runtimeapi.ContainerConfig{},
+		sbConfigs: map[string]*runtimeapi.PodSandboxConfig{}}
 	n, err := NewNode(e.node, NodeConfig{Name: "n1", Host: newFakeHost().read})
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +106,12 @@ func newPodEnvWith(t *testing.T, configure func(*kubeapi.Config)) *podEnv {
 
 // start runs a pod manager (again, after stop: an agent restart on the same runtime).
 func (e *podEnv) start() {
-	p, err := NewPods(e.node, PodsConfig{NodeName: "n1", Runtime: e.rt, Images: e.rt, DataDir: e.dir, Clock: e.clk,
-		NodeIP: func() string { return "10.0.0.5" }, Resync: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	cfg := PodsConfig{NodeName: "n1", Runtime: e.rt, Images: e.rt, DataDir: e.dir, Clock: e.clk,
+		NodeIP: func() string { return "10.0.0.5" }, Resync: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if e.configure != nil {
+		e.configure(&cfg)
+	}
+	p, err := NewPods(e.node, cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

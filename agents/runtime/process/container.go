@@ -107,13 +107,19 @@ func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (*shim.Spe
 	for _, d := range r.cg.dirs(rec.Cgroup) {
 		spec.OOMFiles = append(spec.OOMFiles, filepath.Join(d, "memory.events"), filepath.Join(d, "memory.oom_control"))
 	}
+	ownResolvConf := false
 	for _, m := range c.Mounts {
 		if !filepath.IsAbs(m.ContainerPath) || !filepath.IsAbs(m.HostPath) {
 			return nil, runtime.InvalidArgumentError("mount %q -> %q: paths must be absolute", m.HostPath, m.ContainerPath)
 		}
+		ownResolvConf = ownResolvConf || filepath.Clean(m.ContainerPath) == resolvConfPath
 		spec.Mounts = append(spec.Mounts, shim.Mount{
 			Source: m.HostPath, Target: m.ContainerPath, ReadOnly: m.Readonly, Propagation: propagation(m.Propagation),
 		})
+	}
+	if sb.ResolvConf != "" && !ownResolvConf {
+		// The sandbox's DNS configuration, as containerd mounts it (a container's own mount there wins).
+		spec.Mounts = append(spec.Mounts, shim.Mount{Source: sb.ResolvConf, Target: resolvConfPath})
 	}
 	u, err := userOf(c.GetLinux().GetSecurityContext())
 	spec.User = u

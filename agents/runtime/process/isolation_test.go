@@ -223,3 +223,32 @@ func hostInterfaces(t *testing.T) string {
 	slices.SortFunc(names, func(a, b string) int { return idx(a) - idx(b) })
 	return strings.Join(names, "\n") + "\n"
 }
+
+// TestSandboxDNSConfigIsTheContainersResolvConf: a sandbox's DNSConfig becomes /etc/resolv.conf in its
+// containers (as containerd does) while the host's stays as it was; a sandbox without one leaves the host's.
+func TestSandboxDNSConfigIsTheContainersResolvConf(t *testing.T) {
+	host, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		t.Fatalf("the test compares with the host's /etc/resolv.conf: %v", err)
+	}
+	rt, _ := testRuntime(t)
+	sbCfg := sandboxConfig("dns")
+	sbCfg.DnsConfig = &runtimeapi.DNSConfig{Servers: []string{"10.244.0.1"},
+		Searches: []string{"ns1.svc.cluster.local", "svc.cluster.local", "cluster.local"}, Options: []string{"ndots:5"}}
+	sb := runSandbox(t, rt, sbCfg)
+	st := waitExited(t, rt, startContainer(t, rt, sb, sbCfg, containerConfig("c", "cat", "/etc/resolv.conf")))
+	want := "search ns1.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.244.0.1\noptions ndots:5\n"
+	if got := logText(readLog(t, st.LogPath), "stdout"); got != want {
+		t.Errorf("the container's resolv.conf:\n%s\nwant:\n%s", got, want)
+	}
+	if after, _ := os.ReadFile("/etc/resolv.conf"); string(after) != string(host) {
+		t.Errorf("the host's /etc/resolv.conf changed:\n%s", after)
+	}
+
+	plainCfg := sandboxConfig("nodns")
+	plain := runSandbox(t, rt, plainCfg)
+	st = waitExited(t, rt, startContainer(t, rt, plain, plainCfg, containerConfig("c", "cat", "/etc/resolv.conf")))
+	if got := logText(readLog(t, st.LogPath), "stdout"); got != string(host) {
+		t.Errorf("without a DNSConfig the container saw:\n%s\nwant the host's:\n%s", got, host)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -67,6 +68,12 @@ func (r *Runtime) setUpSandbox(ctx context.Context, rec *sandboxRecord) error {
 			rec.IP = ip
 		}
 	}
+	if dc := rec.config.GetDnsConfig(); len(dc.GetServers())+len(dc.GetSearches())+len(dc.GetOptions()) > 0 {
+		rec.ResolvConf = filepath.Join(r.sandboxDir(rec.ID), resolvConfFile)
+		if err := os.WriteFile(rec.ResolvConf, resolvConf(dc), 0o644); err != nil {
+			return fmt.Errorf("resolv.conf: %w", err)
+		}
+	}
 	res := resourcesOf(rec.config.GetLinux().GetResources())
 	res.PidsLimit = r.cfg.PodPidsLimit
 	if err := r.cg.create(rec.Cgroup, res); err != nil {
@@ -74,6 +81,21 @@ func (r *Runtime) setUpSandbox(ctx context.Context, rec *sandboxRecord) error {
 	}
 	rec.Ready = true
 	return shim.WriteJSON(filepath.Join(r.sandboxDir(rec.ID), sandboxFile), rec)
+}
+
+// resolvConf is the text of a resolv.conf holding dc, as containerd writes it.
+func resolvConf(dc *runtimeapi.DNSConfig) []byte {
+	var b strings.Builder
+	if len(dc.Searches) > 0 {
+		b.WriteString("search " + strings.Join(dc.Searches, " ") + "\n")
+	}
+	for _, s := range dc.Servers {
+		b.WriteString("nameserver " + s + "\n")
+	}
+	if len(dc.Options) > 0 {
+		b.WriteString("options " + strings.Join(dc.Options, " ") + "\n")
+	}
+	return []byte(b.String())
 }
 
 // tearDownSandbox undoes the network part of setUpSandbox; idempotent.

@@ -18,6 +18,7 @@ import (
 // State layout under Config.StateDir (every JSON file is replaced atomically):
 //
 //	sandboxes/<id>/sandbox.json    sandboxRecord, written by the runtime
+//	sandboxes/<id>/resolv.conf     from the sandbox config's DNSConfig, mounted at /etc/resolv.conf in its containers
 //	netns/<id>                     the sandbox's network namespace (bind mount)
 //	containers/<id>/container.json containerRecord, written by the runtime
 //	containers/<id>/spec.json      shim.Spec: what the shim and init run
@@ -25,9 +26,13 @@ import (
 //	containers/<id>/exit.json      shim.Exit, written by the shim when it exits
 //	containers/<id>/shim.log       the shim's own diagnostics
 const (
-	sandboxFile   = "sandbox.json"
-	containerFile = "container.json"
+	sandboxFile    = "sandbox.json"
+	resolvConfFile = "resolv.conf"
+	containerFile  = "container.json"
 )
+
+// resolvConfPath is where containers find their sandbox's resolv.conf.
+const resolvConfPath = "/etc/resolv.conf"
 
 // sandboxRecord is a sandbox as persisted.
 type sandboxRecord struct {
@@ -41,6 +46,9 @@ type sandboxRecord struct {
 	LogDir         string          `json:"logDir"`
 	OwnLogDir      bool            `json:"ownLogDir,omitempty"` // created by us, removed with the sandbox
 	Cgroup         string          `json:"cgroup"`
+	// ResolvConf is the sandbox's resolv.conf, written from its DNSConfig and bind-mounted at /etc/resolv.conf
+	// in its containers; "" without a DNSConfig or with an empty one (the containers see the host's, as containerd copies it).
+	ResolvConf string `json:"resolvConf,omitempty"`
 
 	config *runtimeapi.PodSandboxConfig
 }
