@@ -6,26 +6,33 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents/dns"
 	"github.com/wheelhouse-dev/wheelhouse/agents/join"
 	"github.com/wheelhouse-dev/wheelhouse/agents/kubelet"
+	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process"
 	"github.com/wheelhouse-dev/wheelhouse/agents/tunnel"
 	"github.com/wheelhouse-dev/wheelhouse/version"
@@ -55,6 +62,16 @@ type Config struct {
 	// LeaseDuration is the node Lease's leaseDurationSeconds (default 40 s, kubelet's
 	// --node-lease-duration-seconds); the Lease renews every quarter of it, as kubelet's.
 	LeaseDuration time.Duration
+	// ProxyMode is the Service proxy's backend: ProxyAuto (default: IPVS when the kernel has it, else
+	// nftables), ProxyIPVS, ProxyNFTables or ProxyNone.
+	ProxyMode string
+	// IPVSScheduler is IPVS mode's scheduler (default rr; lc, sh, ... as ipvsadm names them).
+	IPVSScheduler string
+	// ProxyMinSync and ProxySync are the proxy's least time between syncs and its full read-back period
+	// (defaults 1 s and 1 min, kube-proxy's --min-sync-period and --sync-period).
+	ProxyMinSync, ProxySync time.Duration
+	// ClusterDomain is the cluster's DNS domain (default cluster.local), served by the agent's DNS server.
+	ClusterDomain string
 	Logger        *slog.Logger
 }
 
@@ -71,6 +88,17 @@ func (c Config) Validate() error {
 		return fmt.Errorf("agent: --hollow %d: want 0 to %d nodes", c.Hollow, MaxHollow)
 	case c.Hollow == 0 && c.Runtime != "process":
 		return fmt.Errorf("agent: --runtime %q: this agent runs the process runtime (containerd comes later)", c.Runtime)
+	case !slices.Contains([]string{"", ProxyAuto, ProxyIPVS, ProxyNFTables, ProxyNone}, c.ProxyMode):
+		return fmt.Errorf("agent: --proxy-mode %q: want auto, ipvs, nftables or none", c.ProxyMode)
+	case c.IPVSScheduler != "" && !slices.Contains(ipvsSchedulers, c.IPVSScheduler):
+		return fmt.Errorf("agent: --ipvs-scheduler %q: want one of %s", c.IPVSScheduler, strings.Join(ipvsSchedulers, ", "))
+	case c.ProxyMinSync < 0 || c.ProxySync < 0 || c.ProxySync > 0 && c.ProxySync < c.ProxyMinSync:
+		return fmt.Errorf("agent: --proxy-min-sync-period %s, --proxy-sync-period %s: want the sync period at least the minimum", c.ProxyMinSync, c.ProxySync)
+	}
+	if c.ClusterDomain != "" {
+		if errs := validation.IsDNS1123Subdomain(strings.TrimSuffix(c.ClusterDomain, ".")); len(errs) > 0 {
+			return fmt.Errorf("agent: --cluster-domain %q: %s", c.ClusterDomain, strings.Join(errs, "; "))
+		}
 	}
 	return nil
 }
@@ -166,8 +194,47 @@ func Run(ctx context.Context, cfg Config) error {
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: id.NodeName})
+
+	// Services: one watch of Services and EndpointSlices for the kubelet's service links, the proxy and DNS.
+	svcInf := newServiceInformers(cs)
+	svcCtx, stopServices := context.WithCancel(ctx)
+	defer stopServices()
+	pcfg := proxyConfig{mode: cfg.ProxyMode, scheduler: cfg.IPVSScheduler, clusterCIDR: podNet.ClusterCIDR(),
+		minSync: cfg.ProxyMinSync, fullSync: cfg.ProxySync}
+	backend, mode, err := newProxyBackend(pcfg, log.With("component", "proxy"))
+	if err != nil {
+		return err
+	}
+	var proxyLoop *proxy.Loop
+	if backend != nil {
+		defer backend.Close()
+		if err := podNet.EnableBridgeNetfilter(); err != nil {
+			log.Warn("pods will not reach Services whose endpoints share their node", "err", err)
+		}
+		proxyRecorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "wheelhouse-proxy", Host: id.NodeName})
+		nodeRef := &corev1.ObjectReference{Kind: "Node", Name: id.NodeName, UID: types.UID(id.NodeName)}
+		if proxyLoop, err = newProxyLoop(backend, pcfg, svcInf, proxyNode(id.NodeName, func() string { return host.InternalIP }),
+			proxyRecorder, nodeRef, log.With("component", "proxy")); err != nil {
+			return err
+		}
+	}
+	domain := cmp.Or(strings.TrimSuffix(cfg.ClusterDomain, "."), dns.DefaultDomain)
+	if _, err := startDNS(svcCtx, svcInf, podNet.Gateway(), domain, log.With("component", "dns")); err != nil {
+		return fmt.Errorf("agent: cluster DNS: %w", err)
+	}
+	hostResolver, err := dns.ReadResolver(dns.DefaultResolvConf)
+	if err != nil {
+		log.Warn("pods with dnsPolicy Default get no nameserver", "err", err)
+	}
+	if err := svcInf.start(svcCtx); err != nil {
+		return err
+	}
+	log.Info("cluster DNS ready", "listen", netip.AddrPortFrom(podNet.Gateway(), 53), "domain", domain)
+
 	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, RuntimeName: "process",
-		DataDir: cfg.DataDir, NodeIP: func() string { return host.InternalIP }, Recorder: recorder, Logger: log.With("component", "pods")})
+		DataDir: cfg.DataDir, NodeIP: func() string { return host.InternalIP }, Recorder: recorder, Services: svcInf.services,
+		DNS:    dns.ClusterDNS{Servers: []string{podNet.Gateway().String()}, Domain: domain, Host: hostResolver},
+		Logger: log.With("component", "pods")})
 	if err != nil {
 		return err
 	}
@@ -186,6 +253,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	})
 	wg.Go(func() { serveTunnel(ctx, id, pods.APIHandler(), log) })
+	if proxyLoop != nil {
+		log.Info("service proxy running", "mode", mode)
+		wg.Go(func() { proxyLoop.Run(ctx) })
+	}
 	wg.Wait()
 	return nil
 }

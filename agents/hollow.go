@@ -33,9 +33,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents/dns"
 	"github.com/wheelhouse-dev/wheelhouse/agents/join"
 	"github.com/wheelhouse-dev/wheelhouse/agents/kubelet"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/fake"
@@ -69,7 +71,10 @@ type hollowOptions struct {
 	Resync time.Duration
 	// RenewInterval is the Lease's renew interval (default kubelet's 10 s); node starts are spread over it.
 	RenewInterval time.Duration
-	Logger        *slog.Logger
+	// Services lists the cluster's Services for the pods' service links: one informer for all the nodes
+	// (runHollowNodes makes it when nil).
+	Services corelisters.ServiceLister
+	Logger   *slog.Logger
 }
 
 // hollowName is the name of the i-th hollow node.
@@ -150,6 +155,15 @@ func runHollowNodes(ctx context.Context, nodes []hollowNode, opt hollowOptions) 
 		return err
 	}
 	log.Info("hollow nodes registered", "count", len(nodes))
+	if opt.Services == nil && len(nodes) > 0 {
+		// One watch of the Services for every node of the process (on the first node's credential), not one each.
+		inf := newServiceInformers(nodes[0].cs)
+		if err := inf.start(ctx); err != nil {
+			return err
+		}
+		defer inf.factory.Shutdown()
+		opt.Services = inf.services
+	}
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		// Spread the nodes' lease renewals over the interval instead of renewing all at once.
@@ -175,7 +189,10 @@ func runHollowNode(ctx context.Context, n hollowNode, node *kubelet.Node, delay 
 	ip := hollowIP(n.index)
 	pods, err := kubelet.NewPods(n.cs, kubelet.PodsConfig{NodeName: n.name, Runtime: rt, Images: rt, RuntimeName: "fake",
 		DataDir: filepath.Join(opt.DataDir, "hollow", n.name), NodeIP: func() string { return ip }, Resync: opt.Resync,
-		HandlersSucceed: true, Recorder: recorder, Logger: log.With("component", "pods")})
+		HandlersSucceed: true, Recorder: recorder, Services: opt.Services,
+		// Hollow pods have no network: their resolver names the node's address, which is never asked.
+		DNS:    dns.ClusterDNS{Servers: []string{ip}},
+		Logger: log.With("component", "pods")})
 	if err != nil {
 		log.Error("the hollow node's pod manager cannot start", "err", err)
 		return

@@ -34,6 +34,9 @@ type Config struct {
 	Upstreams []string
 	// ResolvConf is the host's resolv.conf (default /etc/resolv.conf), read only when Upstreams is empty.
 	ResolvConf string
+	// NoForward: names outside Domain get SERVFAIL without asking anyone (Upstreams and ResolvConf unused) — for
+	// a host whose resolv.conf lists no nameserver.
+	NoForward bool
 	// TTL of the records of the cluster domain and of its SOA's negative answers (default 5 s); whole
 	// seconds.
 	TTL time.Duration
@@ -77,6 +80,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	ups, source := c.Upstreams, "config"
+	if c.NoForward {
+		c.Upstreams = nil
+		return c, nil
+	}
 	if len(ups) == 0 {
 		path := cmp.Or(c.ResolvConf, DefaultResolvConf)
 		source = path

@@ -75,3 +75,11 @@ func TestExternalNameUpstreamDown(t *testing.T) {
 	rcode(t, resp, dns.RcodeSuccess)
 	equal(t, "answer", text(resp.Answer), zone("ext.default.svc.cluster.local. 5 IN CNAME example.org."))
 }
+
+// TestNoForward: a server told not to forward (its host lists no nameserver) still answers the cluster's
+// names, and others at once with SERVFAIL.
+func TestNoForward(t *testing.T) {
+	s := startServerConfig(t, Config{Listen: "127.0.0.1:0", ResolvConf: "/nonexistent", NoForward: true}, fixture())
+	rcode(t, lookup(t, s.Addr(), "example.org.", dns.TypeA), dns.RcodeServerFailure)
+	rcode(t, lookup(t, s.Addr(), "web.default.svc.cluster.local.", dns.TypeA), dns.RcodeSuccess)
+}

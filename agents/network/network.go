@@ -1,14 +1,17 @@
 package network
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"sync"
@@ -78,6 +81,9 @@ func (n *Network) Close() error {
 
 // Gateway is the bridge's address, the pods' default gateway.
 func (n *Network) Gateway() netip.Addr { return n.gw }
+
+// ClusterCIDR is the cluster's pod network (every node's pod CIDR is part of it).
+func (n *Network) ClusterCIDR() netip.Prefix { return n.cfg.ClusterCIDR }
 
 // Setup makes the node's part of the network: IPv4 forwarding on, the bridge up with the gateway address, the
 // nftables table. Idempotent; call it once at start and whenever the configuration may have been lost.
@@ -371,4 +377,26 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// bridgeNetfilterKnob makes bridged IPv4 traffic pass the ip family's netfilter hooks (br_netfilter).
+const bridgeNetfilterKnob = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+
+// EnableBridgeNetfilter has traffic between the bridge's ports pass netfilter (bridge-nf-call-iptables=1 in the
+// node's namespace, loading the br_netfilter module when the knob is missing), as every kube-proxy needs: a pod
+// reaching a Service whose endpoint shares its bridge gets the replies un-DNATed only then, since they are
+// bridged, not routed.
+func (n *Network) EnableBridgeNetfilter() error {
+	err := n.inNodeNS(func() error {
+		if _, err := os.Stat(bridgeNetfilterKnob); errors.Is(err, fs.ErrNotExist) {
+			if out, err := exec.Command("modprobe", "br_netfilter").CombinedOutput(); err != nil {
+				return fmt.Errorf("modprobe br_netfilter: %w: %s", err, bytes.TrimSpace(out))
+			}
+		}
+		return os.WriteFile(bridgeNetfilterKnob, []byte("1"), 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("network: bridge netfilter (CONFIG_BRIDGE_NETFILTER): %w", err)
+	}
+	return nil
 }

@@ -3,8 +3,11 @@ package network
 import (
 	"bufio"
 	"context"
+	"errors"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -315,5 +318,26 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v", err)
 			}
 		})
+	}
+}
+
+// TestEnableBridgeNetfilter: the knob is set in the node's namespace only (it is per namespace), loading
+// br_netfilter first when the kernel has it as a module.
+func TestEnableBridgeNetfilter(t *testing.T) {
+	dir := t.TempDir()
+	node := newNS(t, dir, "node")
+	n := newNetwork(t, Config{PodCIDR: podCIDRA, ClusterCIDR: clusterCIDR, StateDir: t.TempDir(), NetNS: node})
+	if err := n.EnableBridgeNetfilter(); err != nil {
+		if _, statErr := os.Stat("/proc/sys/net/bridge"); errors.Is(statErr, fs.ErrNotExist) {
+			t.Skipf("the kernel has no br_netfilter (CONFIG_BRIDGE_NETFILTER): %v", err)
+		}
+		t.Fatal(err)
+	}
+	var got []byte
+	if err := inNS(t, node, func() (err error) { got, err = os.ReadFile(bridgeNetfilterKnob); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(got)) != "1" {
+		t.Errorf("%s in the node's namespace = %q, want 1", bridgeNetfilterKnob, got)
 	}
 }

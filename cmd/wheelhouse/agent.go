@@ -19,9 +19,11 @@ import (
 // agentFlags are `wheelhouse agent`'s flags before they become an agents.Config.
 type agentFlags struct {
 	server, token, nodeName, dataDir, runtime, nodeIP, logLevel, debugListen string
+	proxyMode, ipvsScheduler, clusterDomain                                  string
 	labels, taints                                                           []string
 	insecureHTTP                                                             bool
 	hollow, leaseSeconds                                                     int
+	proxyMinSync, proxySync                                                  time.Duration
 }
 
 func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func(context.Context, agents.Config) error) *cobra.Command {
@@ -49,6 +51,9 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		{&f.nodeIP, "node-ip", "WHEELHOUSE_NODE_IP", "", "the address other nodes reach this one on (default: the default route's source address)"},
 		{&f.logLevel, "log-level", "WHEELHOUSE_LOG_LEVEL", "info", "log level: debug, info, warn or error"},
 		{&f.debugListen, "debug-listen", "WHEELHOUSE_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6061 (unauthenticated: loopback only)"},
+		{&f.proxyMode, "proxy-mode", "WHEELHOUSE_PROXY_MODE", agents.ProxyAuto, "Service proxy: auto (IPVS when the kernel has it, else nftables), ipvs, nftables or none"},
+		{&f.ipvsScheduler, "ipvs-scheduler", "WHEELHOUSE_IPVS_SCHEDULER", "rr", "IPVS mode's scheduler: rr, wrr, lc, wlc, lblc, lblcr, dh, sh, sed, nq or mh"},
+		{&f.clusterDomain, "cluster-domain", "WHEELHOUSE_CLUSTER_DOMAIN", "cluster.local", "the cluster's DNS domain, served by the agent's DNS server to its pods"},
 	}
 	for _, s := range strs {
 		fl.StringVar(s.p, s.name, s.dv, s.usage+" (env "+s.env+")")
@@ -58,6 +63,8 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "allow an http:// server URL (local development only)")
 	fl.IntVar(&f.leaseSeconds, "node-lease-duration-seconds", 40, "the node Lease's duration; it renews every quarter of it "+
 		"(keep the server's --node-monitor-grace-period well above a renewal)")
+	fl.DurationVar(&f.proxyMinSync, "proxy-min-sync-period", time.Second, "the least time between two syncs of the Service proxy: changes within it are applied together")
+	fl.DurationVar(&f.proxySync, "proxy-sync-period", time.Minute, "how often the Service proxy reads back the kernel's rules and repairs them")
 	fl.IntVar(&f.hollow, "hollow", 0, "run this many simulated nodes <node-name>-0, -1, ... on an in-memory runtime instead of this "+
 		"machine's node, for scale tests (the join token must allow as many uses; env WHEELHOUSE_HOLLOW)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -102,6 +109,7 @@ func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
 	}
 	cfg := agents.Config{Server: f.server, Token: f.token, NodeName: f.nodeName, DataDir: f.dataDir, Runtime: f.runtime,
 		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, LeaseDuration: time.Duration(f.leaseSeconds) * time.Second, Labels: map[string]string{},
+		ProxyMode: f.proxyMode, IPVSScheduler: f.ipvsScheduler, ClusterDomain: f.clusterDomain, ProxyMinSync: f.proxyMinSync, ProxySync: f.proxySync,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
 	if err := checkDebugListen(f.debugListen); err != nil {
 		return cfg, err

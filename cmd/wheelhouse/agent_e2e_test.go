@@ -96,6 +96,7 @@ func TestAgents(t *testing.T) {
 	}{
 		{"nodes register with pod CIDRs", c.testNodes},
 		{"deployment across nodes", c.testDeployment},
+		{"services and DNS", c.testServices},
 		{"liveness probe restarts", c.testLiveness},
 		{"memory limit OOMKills", c.testOOM},
 		{"crash loop backs off", c.testCrashLoop},

@@ -39,6 +39,7 @@ func TestAgentFlags(t *testing.T) {
 	}
 	want := agents.Config{Server: "https://wh.example:8443", Token: "K10::abc123.secret", NodeName: "rack1-a",
 		DataDir: "/var/lib/wheelhouse-agent", Runtime: "process", LeaseDuration: 40 * time.Second, Labels: map[string]string{"pool": "blue", "zone": "a"},
+		ProxyMode: "auto", IPVSScheduler: "rr", ClusterDomain: "cluster.local", ProxyMinSync: time.Second, ProxySync: time.Minute,
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("config (-want +got):\n%s", diff)
@@ -55,11 +56,21 @@ func TestAgentFlags(t *testing.T) {
 	if short, err := parseAgent(nil, "--server", "https://s", "--node-lease-duration-seconds", "8"); err != nil || short.LeaseDuration != 8*time.Second {
 		t.Fatalf("--node-lease-duration-seconds 8: %v %v", short.LeaseDuration, err)
 	}
+	proxy, err := parseAgent(map[string]string{"WHEELHOUSE_PROXY_MODE": "nftables", "WHEELHOUSE_CLUSTER_DOMAIN": "k8s.example"},
+		"--server", "https://s", "--ipvs-scheduler", "sh", "--proxy-min-sync-period", "250ms", "--proxy-sync-period", "30s")
+	if err != nil || proxy.ProxyMode != "nftables" || proxy.IPVSScheduler != "sh" || proxy.ClusterDomain != "k8s.example" ||
+		proxy.ProxyMinSync != 250*time.Millisecond || proxy.ProxySync != 30*time.Second {
+		t.Fatalf("proxy and DNS flags: %+v %v", proxy, err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{}, "--server is required"},
+		{[]string{"--server", "https://s", "--proxy-mode", "iptables"}, `--proxy-mode "iptables"`},
+		{[]string{"--server", "https://s", "--ipvs-scheduler", "fifo"}, `--ipvs-scheduler "fifo"`},
+		{[]string{"--server", "https://s", "--cluster-domain", "Not_A_Domain"}, `--cluster-domain "Not_A_Domain"`},
+		{[]string{"--server", "https://s", "--proxy-min-sync-period", "2m"}, "--proxy-min-sync-period 2m0s"},
 		{[]string{"--server", "https://s", "--taint", "k=v:Sometimes"}, `effect "Sometimes"`},
 		{[]string{"--server", "https://s", "--taint", "novalue"}, "want key=value:Effect"},
 		{[]string{"--server", "https://s", "--label", "bad label=x"}, `--label "bad label=x"`},

@@ -3,7 +3,10 @@
 // on the host's tools.
 //
 //	podserver serve [-listen :8080] [-unready] [-healthy-for 2s]  HTTP: / greets, /healthz, /ready, /ready/on
-//	podserver get URL                                            prints the body; fails unless 2xx
+//	podserver get [-n N] URL                                     prints the body (N times, a new connection each); fails unless 2xx
+//	podserver lookup NAME                                        prints NAME's addresses, sorted (the pod's resolv.conf)
+//	podserver srv SERVICE PROTO NAME                             prints the SRV records of _SERVICE._PROTO.NAME as "target port"
+//	podserver env NAME...                                        prints NAME=value of each variable set
 //	podserver tick                                               prints "tick N" every 200 ms
 //	podserver hog                                                allocates memory until killed
 //	podserver crash                                              prints a line and exits 3
@@ -12,11 +15,14 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,7 +30,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: podserver serve|get|tick|hog|crash|cat|echo ...")
+		fmt.Fprintln(os.Stderr, "usage: podserver serve|get|lookup|srv|env|tick|hog|crash|cat|echo ...")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -34,6 +40,16 @@ func main() {
 		err = serve(args)
 	case "get":
 		err = get(args)
+	case "lookup":
+		err = lookup(args)
+	case "srv":
+		err = srv(args)
+	case "env":
+		for _, name := range args {
+			if v, ok := os.LookupEnv(name); ok {
+				fmt.Printf("%s=%s\n", name, v)
+			}
+		}
 	case "tick":
 		for i := 0; ; i++ {
 			fmt.Printf("tick %d\n", i)
@@ -96,20 +112,63 @@ func serve(args []string) error {
 }
 
 func get(args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("usage: podserver get URL")
+	fs := flag.NewFlagSet("get", flag.ExitOnError)
+	n := fs.Int("n", 1, "requests, each on a new connection")
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	res, err := client.Get(args[0])
+	if fs.NArg() != 1 {
+		return fmt.Errorf("usage: podserver get [-n N] URL")
+	}
+	url := fs.Arg(0)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for range *n {
+		res, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(os.Stdout, res.Body)
+		res.Body.Close()
+		if err != nil {
+			return err
+		}
+		if res.StatusCode/100 != 2 {
+			return fmt.Errorf("GET %s: %s", url, res.Status)
+		}
+	}
+	return nil
+}
+
+// resolver is Go's own resolver, reading the pod's /etc/resolv.conf (search list, ndots) as glibc would.
+var resolver = &net.Resolver{PreferGo: true}
+
+func lookup(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: podserver lookup NAME")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addrs, err := resolver.LookupHost(ctx, args[0])
 	if err != nil {
 		return err
 	}
-	defer res.Body.Close()
-	if _, err := io.Copy(os.Stdout, res.Body); err != nil {
+	sort.Strings(addrs)
+	fmt.Println(strings.Join(addrs, "\n"))
+	return nil
+}
+
+func srv(args []string) error {
+	if len(args) != 3 {
+		return fmt.Errorf("usage: podserver srv SERVICE PROTO NAME")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, recs, err := resolver.LookupSRV(ctx, args[0], args[1], args[2])
+	if err != nil {
 		return err
 	}
-	if res.StatusCode/100 != 2 {
-		return fmt.Errorf("GET %s: %s", args[0], res.Status)
+	for _, r := range recs {
+		fmt.Printf("%s %d\n", r.Target, r.Port)
 	}
 	return nil
 }

@@ -1,0 +1,190 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/dns"
+	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
+	"github.com/wheelhouse-dev/wheelhouse/agents/proxy/nft"
+)
+
+// The proxy modes of --proxy-mode.
+const (
+	ProxyAuto     = "auto"     // IPVS when the kernel has it, else nftables
+	ProxyIPVS     = "ipvs"     // agents/proxy/ipvs
+	ProxyNFTables = "nftables" // agents/proxy/nft
+	ProxyNone     = "none"     // no Service proxy (another one runs on the node)
+)
+
+// serviceInformers are the node's watches of the cluster's Services and EndpointSlices, on its own credential
+// (the node authorizer lets nodes read both): the kubelet's service links, the proxy and DNS share them.
+type serviceInformers struct {
+	factory  informers.SharedInformerFactory
+	services corelisters.ServiceLister
+	slices   discoverylisters.EndpointSliceLister
+	svcInf   cache.SharedIndexInformer
+	sliceInf cache.SharedIndexInformer
+}
+
+// newServiceInformers makes the informers; start runs them.
+func newServiceInformers(cs kubernetes.Interface) *serviceInformers {
+	f := informers.NewSharedInformerFactory(cs, 0)
+	s := &serviceInformers{factory: f, services: f.Core().V1().Services().Lister(), slices: f.Discovery().V1().EndpointSlices().Lister(),
+		svcInf: f.Core().V1().Services().Informer(), sliceInf: f.Discovery().V1().EndpointSlices().Informer()}
+	return s
+}
+
+// onRelist calls fn whenever a watch broke (the informer lists again: what happened meanwhile may be missed
+// by a backend's incremental view, so the proxy reads back the kernel).
+func (s *serviceInformers) onRelist(fn func()) error {
+	for _, inf := range []cache.SharedIndexInformer{s.svcInf, s.sliceInf} {
+		if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+			fn()
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start runs the informers until ctx ends and waits until they have listed once.
+func (s *serviceInformers) start(ctx context.Context) error {
+	s.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.svcInf.HasSynced, s.sliceInf.HasSynced) {
+		return fmt.Errorf("agent: the Service and EndpointSlice watches did not start: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// handle sends every change of both kinds to h.
+func (s *serviceInformers) handle(h cache.ResourceEventHandler) error {
+	if _, err := s.svcInf.AddEventHandler(h); err != nil {
+		return err
+	}
+	_, err := s.sliceInf.AddEventHandler(h)
+	return err
+}
+
+// desired builds the proxy's desired state for node from the informers' caches.
+func (s *serviceInformers) desired(node func() proxy.Node) func() (proxy.State, error) {
+	return func() (proxy.State, error) {
+		svcs, err := s.services.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		slices, err := s.slices.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		return proxy.Build(svcs, slices, node()), nil
+	}
+}
+
+// proxyConfig is what the Service proxy of a node needs.
+type proxyConfig struct {
+	mode, scheduler string
+	clusterCIDR     netip.Prefix
+	minSync         time.Duration
+	fullSync        time.Duration
+}
+
+// newProxyBackend opens the backend of mode (auto: IPVS when the kernel has it, else nftables); nil for none.
+func newProxyBackend(cfg proxyConfig, log *slog.Logger) (proxy.Backend, string, error) {
+	mode := cfg.mode
+	if mode == "" || mode == ProxyAuto {
+		mode = ProxyNFTables
+		if err := ipvsAvailable(); err == nil {
+			mode = ProxyIPVS
+		} else {
+			log.Info("the kernel has no IPVS: the Service proxy uses nftables", "reason", err)
+		}
+	}
+	switch mode {
+	case ProxyNone:
+		return nil, mode, nil
+	case ProxyNFTables:
+		b, err := nft.New(nft.Config{PodCIDR: cfg.clusterCIDR, Logger: log})
+		return b, mode, err
+	case ProxyIPVS:
+		b, err := newIPVSBackend(cfg, log)
+		return b, mode, err
+	}
+	return nil, mode, fmt.Errorf("agent: --proxy-mode %q: want auto, ipvs, nftables or none", cfg.mode)
+}
+
+// newProxyLoop makes the loop that keeps the kernel's Service rules in sync with the informers (register it
+// before they start); its Run runs it. A sync the kernel refuses is retried and reported as a Warning event on
+// the Node (FailedToSyncProxyRules, as kube-proxy's).
+func newProxyLoop(b proxy.Backend, cfg proxyConfig, inf *serviceInformers, node func() proxy.Node,
+	recorder record.EventRecorder, nodeRef *corev1.ObjectReference, log *slog.Logger) (*proxy.Loop, error) {
+	loop, err := proxy.NewLoop(proxy.LoopConfig{Backend: b, Desired: inf.desired(node), MinSync: cfg.minSync, FullSync: cfg.fullSync,
+		OnError: func(err error) {
+			recorder.Eventf(nodeRef, corev1.EventTypeWarning, "FailedToSyncProxyRules", "syncing the Service proxy failed: %s", oneLine(err))
+		}, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	changed := func(any) { loop.Changed() }
+	if err := inf.handle(cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, o any) { loop.Changed() },
+		DeleteFunc: changed}); err != nil {
+		return nil, err
+	}
+	if err := inf.onRelist(loop.Resync); err != nil {
+		return nil, err
+	}
+	return loop, nil
+}
+
+// oneLine is an error's message on one line (a joined error has one line per failure).
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+// proxyNode is the proxy's view of this node: its name and the addresses its node ports listen on.
+func proxyNode(name string, internalIP func() string) func() proxy.Node {
+	return func() proxy.Node {
+		n := proxy.Node{Name: name}
+		if a, err := netip.ParseAddr(internalIP()); err == nil {
+			n.Addrs = []netip.Addr{a}
+		}
+		return n
+	}
+}
+
+// startDNS serves the cluster's DNS on the pod network's gateway (port 53), answering from the informers.
+func startDNS(ctx context.Context, inf *serviceInformers, gateway netip.Addr, domain string, log *slog.Logger) (*dns.Server, error) {
+	idx := dns.NewIndex()
+	if err := inf.handle(idx.Handler()); err != nil {
+		return nil, err
+	}
+	srv, err := dns.New(ctx, dns.Config{Domain: domain, Listen: netip.AddrPortFrom(gateway, 53).String(), Logger: log}, idx)
+	if errors.Is(err, dns.ErrNoUpstreams) {
+		// Cluster names still resolve; others fail (SERVFAIL) rather than pods having no nameserver at all.
+		log.Warn("the host's resolv.conf lists no nameserver: the cluster DNS answers only the cluster's names")
+		srv, err = dns.New(ctx, dns.Config{Domain: domain, Listen: netip.AddrPortFrom(gateway, 53).String(), Logger: log,
+			NoForward: true}, idx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := srv.Start(ctx); err != nil && ctx.Err() == nil {
+			log.Error("the cluster DNS server stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}
