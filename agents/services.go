@@ -119,7 +119,7 @@ func newProxyBackend(cfg proxyConfig, log *slog.Logger) (proxy.Backend, string, 
 	case ProxyNone:
 		return nil, mode, nil
 	case ProxyNFTables:
-		b, err := nft.New(nft.Config{PodCIDR: cfg.clusterCIDR, Logger: log})
+		b, err := nft.NewSharded(nft.Config{PodCIDR: cfg.clusterCIDR, Logger: log}, nft.DefaultShards)
 		return b, mode, err
 	case ProxyIPVS:
 		b, err := newIPVSBackend(cfg, log)

@@ -31,6 +31,9 @@ type Backend struct {
 	synced bool
 	// gen is the ruleset generation of the backend's last transaction; another means someone else committed.
 	gen uint32
+	// committed is the generation the backend's last commit made (gen also moves when a check finds the table
+	// as programmed after someone else's commit).
+	committed uint32
 	// skipped is the number of IPv6 virtual services the last Sync left out (logged when it changes).
 	skipped int
 	// lastBatch is the number of messages of the last transaction, readBacks the number of times the table was
@@ -96,7 +99,7 @@ func (b *Backend) Sync(ctx context.Context, desired proxy.State) error {
 			b.log.Warn("nftables refused an incremental sync; rewriting the table", "error", err)
 			return b.rewrite(programmedOf(desired))
 		}
-		b.gen, b.lastBatch = gen, bt.len()
+		b.gen, b.committed, b.lastBatch = gen, gen, bt.len()
 	}
 	for k := range have {
 		delete(b.record, k)
@@ -263,7 +266,7 @@ func (b *Backend) rewrite(p proxy.Programmed) error {
 		b.synced = false
 		return fmt.Errorf("nft: rewrite table %s with %d virtual services: %w", b.cfg.Table, len(p), err)
 	}
-	b.record, b.hairpin, b.synced, b.gen, b.lastBatch = p, hairpin, true, gen, bt.len()
+	b.record, b.hairpin, b.synced, b.gen, b.committed, b.lastBatch = p, hairpin, true, gen, gen, bt.len()
 	return nil
 }
 
@@ -385,4 +388,37 @@ func programmedOf(desired proxy.State) proxy.Programmed {
 		out[k] = proxy.ProgrammedService{VirtualService: v}
 	}
 	return out
+}
+
+// lastCommit is the generation the backend's last commit made.
+func (b *Backend) lastCommit() uint32 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.committed
+}
+
+// followGeneration takes gen, made by a sibling table's commit (Sharded), as the generation the table is known
+// at, when the backend knew it at the one before: nobody else committed in between.
+func (b *Backend) followGeneration(gen uint32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.synced && b.gen+1 == gen {
+		b.gen = gen
+	}
+}
+
+// deleteTables deletes the tables named (absent ones too), each in a transaction of its own.
+func (b *Backend) deleteTables(names []string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, name := range names {
+		bt := newBatch(name, 256) // adds the table, so that deleting it cannot fail
+		bt.delTable()
+		gen, err := b.sock.commit(bt)
+		if err != nil {
+			return fmt.Errorf("nft: delete table %s: %w", name, err)
+		}
+		b.committed = gen
+	}
+	return nil
 }
