@@ -1,8 +1,9 @@
 // Package agents is the node agent, `wheelhouse agent`: it turns a Linux machine into a node of one cluster.
 // Run joins the cluster once (agents/join), then runs the kubelet (agents/kubelet: the Node, its Lease and
-// status, the pods bound to it, through a runtime from agents/runtime) and keeps the tunnel (agents/tunnel)
-// over which the server reaches the kubelet's API for logs, exec and port-forward. Only outbound connections:
-// the agent works behind NAT. See docs/design/agent.md.
+// status, the pods bound to it, through a runtime from agents/runtime), the Service proxy (agents/proxy) and the
+// cluster DNS server (agents/dns) on one watch of Services and EndpointSlices (services.go), and keeps the tunnel
+// (agents/tunnel) over which the server reaches the kubelet's API for logs, exec and port-forward. Only outbound
+// connections: the agent works behind NAT. See docs/design/agent.md and docs/design/proxy.md.
 package agents
 
 import (

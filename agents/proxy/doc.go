@@ -3,5 +3,7 @@
 // follows upstream kube-proxy: one virtual service per Service address, protocol and port (cluster IPs, external
 // IPs, the node's addresses for node ports); destinations are the ready endpoints of the port, or the serving
 // terminating ones while none is ready; internal and external traffic policies Local keep this node's endpoints
-// only; session affinity ClientIP with its timeout. See docs/design/proxy.md.
+// only; session affinity ClientIP with its timeout. Loop is the sync loop the agent runs over a Backend: changes
+// applied together at most once per min-sync, a periodic read-back, failures retried with back-off and reported.
+// See docs/design/proxy.md.
 package proxy
