@@ -203,7 +203,7 @@ func TestHealthzAndRoutes(t *testing.T) {
 func TestAPIWithPodManager(t *testing.T) {
 	api, _ := apitest.New(t)
 	e := &podEnv{t: t, admin: apitest.Admin(t, api, "c1"), node: nodeClient(t, api, "n1"), clk: clocktesting.NewFakeClock(time.Now()), dir: t.TempDir()}
-	e.rt = &recording{Runtime: fake.New(fake.WithClock(e.clk.Now)), configs: map[string]*runtimeapi.ContainerConfig{}}
+	e.rt = newRecording(fake.New(fake.WithClock(e.clk.Now)))
 	n := must(NewNode(e.node, NodeConfig{Name: "n1", Host: newFakeHost().read}))(t)
 	if err := n.Register(t.Context()); err != nil {
 		t.Fatal(err)

@@ -31,6 +31,10 @@ type recording struct {
 	sbConfigs map[string]*runtimeapi.PodSandboxConfig // by container name, the latest's sandbox
 }
 
+func newRecording(rt *fake.Runtime) *recording {
+	return &recording{Runtime: rt, configs: map[string]*runtimeapi.ContainerConfig{}, sbConfigs: map[string]*runtimeapi.PodSandboxConfig{}}
+}
+
 func (r *recording) CreateContainer(ctx context.Context, sb string, c *runtimeapi.ContainerConfig, sbc *runtimeapi.PodSandboxConfig) (string, error) {
 	r.mu.Lock()
 	r.configs[c.Metadata.Name] = c
@@ -68,31 +72,23 @@ type podEnv struct {
 func newPodEnv(t *testing.T) *podEnv { return newPodEnvWith(t, nil) }
 
 // newPodEnvWith is newPodEnv with configure applied to the API's configuration (may be nil).
-func newPodEnvWith(t *testing.T, configure func(*kubeapi.Config)) *podEnv {
-	api, _ := apitest.NewWith(t, configure)
-	e := &podEnv{t: t, api: api, admin: apitest.Admin(t, api, "c1"), node: nodeClient(t, api, "n1"),
-		clk: clocktesting.NewFakeClock(time.Now()), dir: t.TempDir()}
-	e.rt = &recording{Runtime: fake.New(fake.WithClock(e.clk.Now)), configs: map[string]*runtimeapi.ContainerConfig{},
-		sbConfigs: map[string]*runtimeapi.PodSandboxConfig{}}
-	n, err := NewNode(e.node, NodeConfig{Name: "n1", Host: newFakeHost().read})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Register(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	e.start()
-	return e
-}
+func newPodEnvWith(t *testing.T, configure func(*kubeapi.Config)) *podEnv { return startPodEnv(t, configure, nil) }
 
 // newPodEnvConfigured is newPodEnv whose pod manager runs with configure applied to its configuration.
 func newPodEnvConfigured(t *testing.T, configure func(e *podEnv, c *PodsConfig)) *podEnv {
-	api, _ := apitest.NewWith(t, nil)
-	e := &podEnv{t: t, api: api, admin: apitest.Admin(t, api, "c1"), node: nodeClient(t, api, "n1"),
+	return startPodEnv(t, nil, configure)
+}
+
+// startPodEnv registers node n1 against a real API configured by api (may be nil) and starts its pod manager
+// configured by pods (may be nil).
+func startPodEnv(t *testing.T, api func(*kubeapi.Config), pods func(e *podEnv, c *PodsConfig)) *podEnv {
+	a, _ := apitest.NewWith(t, api)
+	e := &podEnv{t: t, api: a, admin: apitest.Admin(t, a, "c1"), node: nodeClient(t, a, "n1"),
 		clk: clocktesting.NewFakeClock(time.Now()), dir: t.TempDir()}
-	e.configure = func(c *PodsConfig) { configure(e, c) }
-	e.rt = &recording{Runtime: fake.New(fake.WithClock(e.clk.Now)), configs: map[string]*runtimeapi.ContainerConfig{},
-		sbConfigs: map[string]*runtimeapi.PodSandboxConfig{}}
+	if pods != nil {
+		e.configure = func(c *PodsConfig) { pods(e, c) }
+	}
+	e.rt = newRecording(fake.New(fake.WithClock(e.clk.Now)))
 	n, err := NewNode(e.node, NodeConfig{Name: "n1", Host: newFakeHost().read})
 	if err != nil {
 		t.Fatal(err)
