@@ -69,13 +69,19 @@ func (b *Backend) Close() error {
 // change, Sync rewrites the table at once; the error it returns is a refused rewrite (or a failed read), and the
 // next Sync rewrites again.
 func (b *Backend) Sync(ctx context.Context, desired proxy.State) error {
+	return b.sync(ctx, desired, true)
+}
+
+// sync is Sync; without check it trusts the table to be as programmed (Sharded checks the generation for all its
+// tables at once).
+func (b *Backend) sync(ctx context.Context, desired proxy.State, check bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	desired = b.supported(desired)
-	if b.synced {
+	if b.synced && check {
 		if err := b.checkForeign(false); err != nil {
 			return err
 		}
@@ -397,14 +403,21 @@ func (b *Backend) lastCommit() uint32 {
 	return b.committed
 }
 
-// followGeneration takes gen, made by a sibling table's commit (Sharded), as the generation the table is known
-// at, when the backend knew it at the one before: nobody else committed in between.
-func (b *Backend) followGeneration(gen uint32) {
+// currentGeneration asks the kernel for the ruleset generation.
+func (b *Backend) currentGeneration() (uint32, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.synced && b.gen+1 == gen {
-		b.gen = gen
+	return b.sock.generation()
+}
+
+// verifyNow reads the table back, when synced, and marks it for a rewrite if it is not as programmed.
+func (b *Backend) verifyNow() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.synced {
+		return nil
 	}
+	return b.verify()
 }
 
 // deleteTables deletes the tables named (absent ones too), each in a transaction of its own.

@@ -2,11 +2,15 @@ package nft
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"encoding/binary"
+	"runtime"
+	"slices"
 	"strconv"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
 )
@@ -24,17 +28,21 @@ const MaxShards = 64
 // table only. A packet of a new connection passes every table's hooks (NAT chains see only a connection's first
 // packet); the first masquerade applies and clears the mark, so the tables' postrouting chains do not interfere.
 //
-// Each table changes in its own transaction: a Sync is atomic per table, not across them. The ruleset
-// generation each table's backend keeps is moved on by the others' commits (when nobody else committed in
-// between), so that one table's change does not make the others read themselves back. Its methods are safe for
-// concurrent use.
+// Each table changes in its own transaction, the tables in parallel (a full sync keeps both cores busy: the
+// kernel works in the sending thread): a Sync is atomic per table, not across them. Sharded checks the ruleset
+// generation once per Sync for all its tables: when only its own commits happened since the last one (the
+// generations they made follow each other from the one it knew), no table is read back; otherwise every table
+// is, and those someone else changed are rewritten. Its methods are safe for concurrent use.
 type Sharded struct {
 	cfg    Config
 	shards []*Backend
 
-	mu sync.Mutex // serialises the methods
+	mu sync.Mutex // serialises the methods and guards the fields below
 	// swept: the first Sync removed the tables of another layout (a single table, or more shards).
 	swept bool
+	// gen is the ruleset generation after the tables' last commits, when known (none of someone else's since).
+	gen   uint32
+	known bool
 }
 
 // NewSharded opens a backend of n tables (0: DefaultShards) for cfg (its Table names them: Table-0 ...).
@@ -92,8 +100,8 @@ func (s *Sharded) split(desired proxy.State) []proxy.State {
 	return parts
 }
 
-// Sync makes each table hold its part of desired; a table whose part did not change costs one generation check.
-// A table the kernel refuses does not stop the others: the error names it, and its next Sync rewrites it.
+// Sync makes each table hold its part of desired; a table whose part did not change makes no transaction. A table
+// the kernel refuses does not stop the others: the error names it, and its next Sync rewrites it.
 func (s *Sharded) Sync(ctx context.Context, desired proxy.State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,29 +111,62 @@ func (s *Sharded) Sync(ctx context.Context, desired proxy.State) error {
 		}
 		s.swept = true
 	}
-	var errs []error
-	for i, part := range s.split(desired) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		errs = append(errs, s.each(i, func(b *Backend) error { return b.Sync(ctx, part) }))
-	}
-	return errors.Join(errs...)
+	parts := s.split(desired)
+	return s.parallel(true, func(i int, b *Backend) error { return b.sync(ctx, parts[i], false) })
 }
 
-// each runs fn on table i and moves the other tables' generation on by its commit.
-func (s *Sharded) each(i int, fn func(*Backend) error) error {
-	b := s.shards[i]
-	before := b.lastCommit()
-	err := fn(b)
-	if after := b.lastCommit(); after != before {
-		for j, o := range s.shards {
-			if j != i {
-				o.followGeneration(after)
-			}
+// Resync reads every table back and rewrites those that are not what was programmed.
+func (s *Sharded) Resync(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known = false
+	return s.parallel(false, func(_ int, b *Backend) error { return b.Resync(ctx) })
+}
+
+// parallel runs fn on every table, GOMAXPROCS at a time, and keeps track of the ruleset generation: it is read
+// once before (when verify, every table is read back first unless only the tables' own commits happened since the
+// last time), and known after when the tables' commits made the generations that follow it.
+func (s *Sharded) parallel(verify bool, fn func(i int, b *Backend) error) error {
+	start, err := s.shards[0].currentGeneration()
+	if err != nil {
+		return err
+	}
+	if verify && (!s.known || start != s.gen) {
+		if err := s.run(func(_ int, b *Backend) error { return b.verifyNow() }); err != nil {
+			s.known = false
+			return err
 		}
 	}
+	before := make([]uint32, len(s.shards))
+	for i, b := range s.shards {
+		before[i] = b.lastCommit()
+	}
+	err = s.run(fn)
+	var made []uint32
+	for i, b := range s.shards {
+		if g := b.lastCommit(); g != before[i] {
+			made = append(made, g)
+		}
+	}
+	slices.Sort(made)
+	s.known = true
+	for j, g := range made {
+		s.known = s.known && g == start+uint32(j)+1
+	}
+	s.gen = start + uint32(len(made))
 	return err
+}
+
+// run calls fn on every table, GOMAXPROCS at a time, and joins the errors.
+func (s *Sharded) run(fn func(i int, b *Backend) error) error {
+	errs := make([]error, len(s.shards))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, b := range s.shards {
+		g.Go(func() error { errs[i] = fn(i, b); return nil })
+	}
+	_ = g.Wait()
+	return errors.Join(errs...)
 }
 
 // sweep removes the tables of another layout: the single table (Config.Table) and shards past this number.
@@ -134,18 +175,8 @@ func (s *Sharded) sweep() error {
 	for i := len(s.shards); i < MaxShards; i++ {
 		stale = append(stale, shardTable(s.cfg.Table, i))
 	}
-	return s.each(0, func(b *Backend) error { return b.deleteTables(stale) })
-}
-
-// Resync reads every table back and rewrites those that are not what was programmed.
-func (s *Sharded) Resync(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var errs []error
-	for i := range s.shards {
-		errs = append(errs, s.each(i, func(b *Backend) error { return b.Resync(ctx) }))
-	}
-	return errors.Join(errs...)
+	s.known = false
+	return s.shards[0].deleteTables(stale)
 }
 
 // Programmed is what the tables hold, together.
