@@ -1,18 +1,21 @@
 package agents
 
 import (
-	"errors"
 	"log/slog"
 
+	"github.com/vishvananda/netns"
+
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
+	"github.com/wheelhouse-dev/wheelhouse/agents/proxy/ipvs"
 )
 
-// errNoIPVSBackend: the IPVS backend (agents/proxy/ipvs) is being built; until it lands, auto mode takes nftables.
-var errNoIPVSBackend = errors.New("the IPVS backend is not part of this build")
-
-func ipvsAvailable() error { return errNoIPVSBackend }
-
-func newIPVSBackend(proxyConfig, *slog.Logger) (proxy.Backend, error) { return nil, errNoIPVSBackend }
-
 // ipvsSchedulers are the kernel's IPVS schedulers (ipvsadm's names).
-var ipvsSchedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"}
+var ipvsSchedulers = ipvs.Schedulers
+
+// ipvsAvailable is nil when the kernel of the agent's namespace has IPVS (loading its module if need be).
+func ipvsAvailable() error { return ipvs.Available(netns.None()) }
+
+// newIPVSBackend opens the IPVS backend of this node.
+func newIPVSBackend(cfg proxyConfig, log *slog.Logger) (proxy.Backend, error) {
+	return ipvs.New(ipvs.Config{Scheduler: cfg.scheduler, PodCIDR: cfg.clusterCIDR, Logger: log})
+}

@@ -115,6 +115,7 @@ func newProxyBackend(cfg proxyConfig, log *slog.Logger) (proxy.Backend, string, 
 			log.Info("the kernel has no IPVS: the Service proxy uses nftables", "reason", err)
 		}
 	}
+	cleanupOtherModes(mode, cfg, log)
 	switch mode {
 	case ProxyNone:
 		return nil, mode, nil
@@ -126,6 +127,32 @@ func newProxyBackend(cfg proxyConfig, log *slog.Logger) (proxy.Backend, string, 
 		return b, mode, err
 	}
 	return nil, mode, fmt.Errorf("agent: --proxy-mode %q: want auto, ipvs, nftables or none", cfg.mode)
+}
+
+// cleanupOtherModes removes what the other proxy modes left on this node (after a change of --proxy-mode), as
+// kube-proxy does at start: failures are logged, not fatal.
+func cleanupOtherModes(mode string, cfg proxyConfig, log *slog.Logger) {
+	ctx := context.Background()
+	if mode != ProxyIPVS && ipvsAvailable() == nil {
+		if b, err := newIPVSBackend(cfg, log); err != nil {
+			log.Warn("cannot look for IPVS rules of an earlier mode", "err", err)
+		} else {
+			if err := b.Cleanup(ctx); err != nil {
+				log.Warn("removing IPVS rules of an earlier mode failed", "err", err)
+			}
+			b.Close()
+		}
+	}
+	if mode != ProxyNFTables {
+		if b, err := nft.NewSharded(nft.Config{PodCIDR: cfg.clusterCIDR, Logger: log}, nft.DefaultShards); err != nil {
+			log.Warn("cannot look for nftables rules of an earlier mode", "err", err)
+		} else {
+			if err := b.Cleanup(ctx); err != nil {
+				log.Warn("removing nftables rules of an earlier mode failed", "err", err)
+			}
+			b.Close()
+		}
+	}
 }
 
 // newProxyLoop makes the loop that keeps the kernel's Service rules in sync with the informers (register it
