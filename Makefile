@@ -14,7 +14,7 @@ TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEMPL       := github.com/a-h/templ/cmd/templ@v0.3.1100
 
-.PHONY: help build run kubectl generate test lint bench perf perf-api perf-sched perf-agent perf-dash clean agents
+.PHONY: help build run kubectl generate test lint bench perf perf-api perf-sched perf-agent perf-dash perf-proxy clean agents
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -87,6 +87,10 @@ perf-dash: ## Dashboard perf harness (write-to-DOM latency in headless Chromium,
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-tools.sh
 	cd perf && $(GO) run ./cmd/dashperf --out ../docs/perf.md --json results/dash.json
+
+perf-proxy: ## Service proxy and cluster DNS perf harness (nftables full sync and one endpoint change, IPVS in the VM, cluster IP connect latency, DNS queries/s; root); writes its section of docs/perf.md
+	@if [ -x scripts/ensure-vm.sh ]; then scripts/ensure-vm.sh; fi
+	cd perf && $(GO) run ./cmd/proxyperf --out ../docs/perf.md --json results/proxy.json
 
 clean: ## Remove build output (not the data directory)
 	rm -rf bin dist
