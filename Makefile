@@ -44,6 +44,7 @@ kubectl: ## Build the pinned kubectl used by the e2e tests
 test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL, ip, nsenter, curl and Chromium first when missing)
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-tools.sh
+	@scripts/ensure-vm.sh
 	@WHEELHOUSE_KUBECTL="$${WHEELHOUSE_KUBECTL:-$$(scripts/kubectl.sh)}" || exit 1; export WHEELHOUSE_KUBECTL; \
 	if [ -n "$$WHEELHOUSE_TEST_DATABASE_URL" ]; then \
 		$(GO) test $(TEST_FLAGS) ./... ; \

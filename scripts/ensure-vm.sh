@@ -25,7 +25,7 @@ apt_update() {
 # The packages: qemu-system-x86_64 (qemu-system-x86) and a static busybox for the initramfs.
 missing=()
 command -v qemu-system-x86_64 >/dev/null 2>&1 || missing+=(qemu-system-x86)
-[ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || missing+=(busybox-static)
+[ "$(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null)" = "install ok installed" ] || missing+=(busybox-static)
 command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
 command -v zstd >/dev/null 2>&1 || missing+=(zstd)
 if [ ${#missing[@]} -gt 0 ]; then

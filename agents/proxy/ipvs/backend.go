@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	mdnetlink "github.com/mdlayher/netlink"
 	"github.com/moby/ipvs"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -29,7 +30,8 @@ type Backend struct {
 
 	// mu serialises the methods and guards everything below, the handles included.
 	mu   sync.Mutex
-	ipvs *ipvs.Handle
+	ipvs *ipvs.Handle // the changes and the destinations' read back
+	dump *dumpSock    // the list of virtual services
 	nl   *netlink.Handle
 	masq *masq
 	// ready: the sysctls are set (false before the first Sync and after Cleanup); link is the dummy interface, looked
@@ -84,7 +86,8 @@ func New(cfg Config) (*Backend, error) {
 		cfg.NetNS = netns.NsHandle(fd)
 	}
 	// Before moby/ipvs looks the family up (once per process): had it found none, every command would "succeed".
-	if err := Available(cfg.NetNS); err != nil {
+	family, err := ipvsFamily(cfg.NetNS)
+	if err != nil {
 		closeNS(cfg.NetNS)
 		return nil, err
 	}
@@ -105,11 +108,15 @@ func New(cfg Config) (*Backend, error) {
 		b.Close()
 		return nil, fmt.Errorf("%w: moby/ipvs has no IPVS netlink family (it looked before ip_vs was loaded)", ErrNoIPVS)
 	}
+	if b.dump, err = openDumpSock(cfg.NetNS, family); err != nil {
+		b.Close()
+		return nil, err
+	}
 	if b.nl, err = netlink.NewHandleAt(handle(cfg.NetNS), unix.NETLINK_ROUTE); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("ipvs: rtnetlink socket: %w", err)
 	}
-	opts := []nftables.ConnOption{nftables.AsLasting()}
+	opts := []nftables.ConnOption{nftables.AsLasting(), nftables.WithSockOptions(bigSendBuffer)}
 	if cfg.NetNS != 0 {
 		opts = append(opts, nftables.WithNetNSFd(int(cfg.NetNS)))
 	}
@@ -121,6 +128,23 @@ func New(cfg Config) (*Backend, error) {
 	b.masq = &masq{conn: conn, table: &nftables.Table{Name: Table, Family: nftables.TableFamilyINet}, cfg: cfg}
 	b.reset()
 	return b, nil
+}
+
+// bigSendBuffer lets one transaction (google/nftables sends a batch in one sendmsg) write the table whole with
+// 100,000 elements: the default send buffer (net.core.wmem_default) refuses a message over about 200 KB. Forcing
+// it needs CAP_NET_ADMIN, which the backend has anyway.
+func bigSendBuffer(c *mdnetlink.Conn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sockErr error
+	if err := rc.Control(func(fd uintptr) {
+		sockErr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 32<<20)
+	}); err != nil {
+		return err
+	}
+	return sockErr
 }
 
 // closeNS closes the backend's namespace handle (0: none).
@@ -149,11 +173,14 @@ func (b *Backend) Close() error {
 	if b.nl != nil {
 		b.nl.Close()
 	}
+	if b.dump != nil {
+		b.dump.close()
+	}
 	if b.masq != nil {
 		err = b.masq.conn.CloseLasting()
 	}
 	closeNS(b.cfg.NetNS)
-	b.ipvs, b.nl, b.masq, b.cfg.NetNS = nil, nil, nil, 0
+	b.ipvs, b.dump, b.nl, b.masq, b.cfg.NetNS = nil, nil, nil, nil, 0
 	return err
 }
 
@@ -222,15 +249,20 @@ func (b *Backend) Cleanup(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	svcs, err := b.ipvs.GetServices()
+	svcs, err := b.dump.services()
 	if err != nil {
-		errs = append(errs, fmt.Errorf("ipvs: read back the virtual services: %w", err))
+		errs = append(errs, err)
 	}
-	for _, s := range svcs {
-		if k, ok := serviceKey(s); ok && b.owns(k) {
-			if err := b.ipvs.DelService(s); err != nil && !errors.Is(err, unix.ESRCH) {
-				errs = append(errs, fmt.Errorf("ipvs: delete virtual service %v: %w", k, err))
-			}
+	for _, ks := range svcs {
+		if !b.owns(ks.key) {
+			continue
+		}
+		s, err := toService(proxy.VirtualService{Key: ks.key}, ks.scheduler)
+		if err == nil {
+			err = b.ipvs.DelService(s)
+		}
+		if err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("ipvs: delete virtual service %v: %w", ks.key, err))
 		}
 	}
 	if _, dummy := l.(*netlink.Dummy); dummy {

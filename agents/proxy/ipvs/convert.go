@@ -76,21 +76,6 @@ func serviceKey(s *ipvs.Service) (proxy.Key, bool) {
 	return proxy.Key{Addr: a, Protocol: proto, Port: s.Port}, true
 }
 
-// fromService is what the backend compares of an IPVS virtual service.
-func fromService(s *ipvs.Service) (kernelService, bool) {
-	k, ok := serviceKey(s)
-	if !ok {
-		return kernelService{}, false
-	}
-	ks := kernelService{key: k, scheduler: s.SchedName}
-	flags := s.Flags &^ flagHashed
-	if flags&flagPersistent != 0 {
-		ks.affinity = time.Duration(s.Timeout) * time.Second
-	}
-	ks.foreign = flags&^flagPersistent != 0 || s.Netmask != hostMask(k.Addr) || s.PEName != ""
-	return ks, true
-}
-
 // toDestination is destination d with weight w, forwarded by masquerading (NAT).
 func toDestination(d netip.AddrPort, w int) *ipvs.Destination {
 	return &ipvs.Destination{

@@ -58,6 +58,28 @@ func TestKernelServices(t *testing.T) {
 		}
 	}
 
+	t.Run("the dump parser reads what moby/ipvs reads", func(t *testing.T) {
+		svcs, err := ipvsHandle(t, node).GetServices()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []kernelService
+		for _, s := range svcs {
+			ks, _ := fromService(s)
+			want = append(want, ks)
+		}
+		got, err := b.dump.services()
+		if err != nil {
+			t.Fatal(err)
+		}
+		less := func(a, b kernelService) int { return a.key.Compare(b.key) }
+		slices.SortFunc(want, less)
+		slices.SortFunc(got, less)
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(kernelService{}), equateAddrs); diff != "" {
+			t.Fatalf("(-moby +dump):\n%s", diff)
+		}
+	})
+
 	if err := b.Sync(t.Context(), desired); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,12 @@ var sysctls = []struct{ key, value string }{
 // modprobe when there is one, then asks for the generic netlink family "IPVS". The error wraps ErrNoIPVS when the
 // family is missing. (moby/ipvs answers nil to every command when the family is missing, so this is the check.)
 func Available(ns netns.NsHandle) error {
+	_, err := ipvsFamily(ns)
+	return err
+}
+
+// ipvsFamily is IPVS's generic netlink family, after loading ip_vs with modprobe when there is one.
+func ipvsFamily(ns netns.NsHandle) (uint16, error) {
 	var modprobeOut string
 	if path, err := exec.LookPath("modprobe"); err == nil {
 		out, err := exec.Command(path, "ip_vs").CombinedOutput()
@@ -40,16 +46,17 @@ func Available(ns netns.NsHandle) error {
 	}
 	h, err := netlink.NewHandleAt(handle(ns), unix.NETLINK_GENERIC)
 	if err != nil {
-		return fmt.Errorf("ipvs: generic netlink socket: %w", err)
+		return 0, fmt.Errorf("ipvs: generic netlink socket: %w", err)
 	}
 	defer h.Close()
-	if _, err := h.GenlFamilyGet("IPVS"); err != nil {
+	f, err := h.GenlFamilyGet("IPVS")
+	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("%w%s", ErrNoIPVS, modprobeOut)
+			return 0, fmt.Errorf("%w%s", ErrNoIPVS, modprobeOut)
 		}
-		return fmt.Errorf("ipvs: generic netlink family IPVS: %w", err)
+		return 0, fmt.Errorf("ipvs: generic netlink family IPVS: %w", err)
 	}
-	return nil
+	return f.ID, nil
 }
 
 // handle is ns as the netlink libraries take it: 0 means the caller's own namespace, which they call None.

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/moby/ipvs"
 	"golang.org/x/sys/unix"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
@@ -17,18 +16,17 @@ import (
 // syncServices reads back the backend's virtual services and applies proxy.Diff's changes to those that are not as
 // recorded and desired (all of them when full). It returns one error per refusal or failed read.
 func (b *Backend) syncServices(ctx context.Context, full bool) []error {
-	svcs, err := b.ipvs.GetServices()
+	svcs, err := b.dump.services()
 	if err != nil {
-		return []error{fmt.Errorf("ipvs: read back the virtual services: %w", err)}
+		return []error{err}
 	}
 	var errs []error
 	have := proxy.Programmed{}
 	inKernel := make(map[proxy.Key]bool, len(b.record))
 	var stale []proxy.Key
 	skip := map[proxy.Key]bool{}
-	for _, s := range svcs {
-		ks, ok := fromService(s)
-		if !ok || !b.owns(ks.key) {
+	for _, ks := range svcs {
+		if !b.owns(ks.key) {
 			continue
 		}
 		k := ks.key
@@ -37,7 +35,7 @@ func (b *Backend) syncServices(ctx context.Context, full bool) []error {
 		if !full && !isStale && b.trusted(k, ks) {
 			continue
 		}
-		ps, err := b.readBack(s, ks)
+		ps, err := b.readBack(ks)
 		if err != nil {
 			errs = append(errs, err)
 			skip[k] = true
@@ -83,8 +81,12 @@ func (b *Backend) trusted(k proxy.Key, ks kernelService) bool {
 
 // readBack is the kernel's virtual service s with its destinations; the attributes IPVS does not hold (kind,
 // Service, KeepSource) are desired's, or the record's.
-func (b *Backend) readBack(s *ipvs.Service, ks kernelService) (proxy.ProgrammedService, error) {
+func (b *Backend) readBack(ks kernelService) (proxy.ProgrammedService, error) {
 	k := ks.key
+	s, err := toService(proxy.VirtualService{Key: k}, ks.scheduler)
+	if err != nil {
+		return proxy.ProgrammedService{}, err
+	}
 	var vs proxy.VirtualService
 	if want, ok := b.desired[k]; ok {
 		vs = want

@@ -22,14 +22,16 @@ var guestModules = []string{
 // TestVM runs the TestKernel tests in Debian's kernel booted under qemu (this machine's kernel may have no IPVS).
 // It fails, never skips, when the VM is not set up: scripts/ensure-vm.sh does that (make test runs it).
 func TestVM(t *testing.T) {
-	runVM(t, []string{"-test.run", "^TestKernel", "-test.count", "1", "-test.timeout", "150s"}, 3*time.Minute)
+	runVM(t, []string{"-test.run", "^TestKernel", "-test.count", "1", "-test.timeout", "150s"}, 3*time.Minute,
+		func(line string) { t.Log(line) })
 }
 
-func runVM(t testing.TB, args []string, timeout time.Duration) {
+// runVM runs the package's test binary in the VM with args, giving each line of its console to log.
+func runVM(t testing.TB, args []string, timeout time.Duration, log func(string)) {
 	t.Helper()
 	err := vmtest.Run(t.Context(), vmtest.Options{
 		Package: ".", Args: args, Modules: guestModules, Timeout: timeout,
-		Log:   func(line string) { t.Log(line) },
+		Log:   log,
 		Accel: os.Getenv("WHEELHOUSE_VM_ACCEL"), // "kvm" where nested virtualisation works
 	})
 	if err != nil {
