@@ -48,6 +48,7 @@ func (r *proxyRunner) ipvs(ctx context.Context) *ProxyIPVSResult {
 	b, err := cmd.CombinedOutput()
 	out.Took = time.Since(t0)
 	sync, change := parseIPVSBench(b, r.cfg.Endpoints)
+	out.Lines = benchLines(b)
 	r.res.Sync = append(r.res.Sync, sync...)
 	if change != nil {
 		r.res.Change = append(r.res.Change, *change)
@@ -135,4 +136,15 @@ func parseIPVSBench(out []byte, endpoints int) ([]ProxySyncResult, *ProxyChangeR
 		}
 	}
 	return syncs, change
+}
+
+// benchLines are the benchmark result lines of out (but the VM's own), trimmed of any prefix.
+func benchLines(out []byte) []string {
+	var lines []string
+	for l := range strings.SplitSeq(string(out), "\n") {
+		if loc := benchLine.FindStringIndex(l); loc != nil && !strings.HasPrefix(l[loc[0]:], ipvsVMBench) {
+			lines = append(lines, strings.TrimSpace(l[loc[0]:]))
+		}
+	}
+	return lines
 }

@@ -86,7 +86,7 @@ func proxyGoals(p func(string, ...any), res *ProxyResults) {
 		if s := largestSync(res.Sync, mode); s != nil && s.Err == "" && s.TotalMedian > 0 {
 			p("| %s: %s Services × %d endpoints fully synced ≤ %s%s | %s (%s) | %s | %s |", modeLabel(mode, s.InVM),
 				fmtInt(float64(s.Services)), s.Endpoints, fmtDur(fullSyncGoal), sizeNote(s.Services), fmtDur(s.TotalMedian),
-				syncParts(s.BuildMedian, s.SyncMedian), ratio(float64(s.TotalMedian), float64(fullSyncGoal)), yes(s.TotalMedian <= fullSyncGoal))
+				syncParts(s.BuildMedian, s.SyncMedian), ratio(float64(s.TotalMedian), float64(fullSyncGoal)), met(s.TotalMedian <= fullSyncGoal, s.InVM))
 		}
 		for _, c := range res.Change {
 			if c.Mode != mode || c.Err != "" || c.TotalP50 == 0 {
@@ -94,7 +94,7 @@ func proxyGoals(p func(string, ...any), res *ProxyResults) {
 			}
 			p("| %s: one endpoint change at %s Services applied ≤ %s%s | %s (%s; p99 %s) | %s | %s |", modeLabel(mode, c.InVM),
 				fmtInt(float64(c.Services)), fmtDur(oneChangeGoal), sizeNote(c.Services), fmtDur(c.TotalP50),
-				syncParts(c.BuildP50, c.SyncP50), fmtDur(c.TotalP99), ratio(float64(c.TotalP50), float64(oneChangeGoal)), yes(c.TotalP50 <= oneChangeGoal))
+				syncParts(c.BuildP50, c.SyncP50), fmtDur(c.TotalP99), ratio(float64(c.TotalP50), float64(oneChangeGoal)), met(c.TotalP50 <= oneChangeGoal, c.InVM))
 		}
 	}
 	if res.IPVS != nil && res.IPVS.NotMeasured != "" {
@@ -159,6 +159,16 @@ func proxySyncReport(p func(string, ...any), res *ProxyResults) {
 	}
 	ipvsLine(p, res.IPVS)
 	p("")
+	if v := res.IPVS; v != nil && len(v.Lines) > 0 {
+		p("The IPVS benchmarks' lines as the guest printed them (`%s`, %s with the boot):", v.Runner, v.Took.Round(time.Second))
+		p("")
+		p("```")
+		for _, l := range v.Lines {
+			p("%s", l)
+		}
+		p("```")
+		p("")
+	}
 }
 
 // ipvsLine says how the IPVS mode was measured, or why not.
@@ -177,7 +187,15 @@ func samples(n, iterations int) string {
 	if iterations == 0 {
 		return fmt.Sprint(n)
 	}
-	return fmt.Sprintf("%d (means of %d iterations)", n, iterations)
+	return fmt.Sprintf("%s, %s", plural(n, "benchmark line"), plural(iterations, "iteration"))
+}
+
+// met is yes or NO, or for a number measured in the VM, that it does not judge the goal.
+func met(ok, inVM bool) string {
+	if inVM {
+		return "not judged (emulated)"
+	}
+	return yes(ok)
 }
 
 func fmtCount(n int) string {

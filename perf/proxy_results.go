@@ -90,7 +90,9 @@ type ProxyIPVSResult struct {
 	// NotMeasured is the reason nothing was measured.
 	NotMeasured string        `json:",omitempty"`
 	Took        time.Duration `json:",omitempty"`
-	Err         string        `json:",omitempty"`
+	// Lines are the guest's benchmark result lines, every benchmark's (the report quotes them).
+	Lines []string `json:",omitempty"`
+	Err   string   `json:",omitempty"`
 }
 
 // ProxyConnectResult is connection setup from a client pod to a server pod on one node, Samples times per
