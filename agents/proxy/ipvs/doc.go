@@ -21,8 +21,8 @@
 // Reading back: moby/ipvs answers nil errors when the kernel has no IPVS (it sends to generic netlink family 0,
 // which acknowledges everything). Available asks for the family itself (after modprobe ip_vs), New refuses to
 // work without it, and New also probes the handle (a virtual service that cannot exist must not be "present").
-// Every Sync then dumps the kernel's virtual services (no destinations) and the dummy's addresses — one dump each,
-// O(services) — so that a virtual service or address someone deleted or added is repaired by the next Sync, and
+// Every Sync then dumps the kernel's virtual services (no destinations; parsed in place, dump.go) and the dummy's
+// addresses — one dump each, O(services) — so that a virtual service or address someone deleted or added is repaired by the next Sync, and
 // reads back the destinations of the virtual services that may need a change: those whose record differs from
 // desired, that have drained destinations, or whose kernel attributes (scheduler, persistence, flags) are not the
 // recorded ones. proxy.Diff of that read back against desired gives the changes; the others are trusted to the
