@@ -94,7 +94,7 @@ func proxyGoals(p func(string, ...any), res *ProxyResults) {
 			}
 			p("| %s: one endpoint change at %s Services applied ≤ %s%s | %s (%s; p99 %s) | %s | %s |", modeLabel(mode, c.InVM),
 				fmtInt(float64(c.Services)), fmtDur(oneChangeGoal), sizeNote(c.Services), fmtDur(c.TotalP50),
-				syncParts(c.BuildP50, c.SyncP50), fmtDur(c.TotalP99), ratio(float64(c.TotalP50), float64(oneChangeGoal)), met(c.TotalP50 <= oneChangeGoal, c.InVM))
+				syncParts(c.BuildP50, c.SyncP50), c.p99(c.TotalP99), ratio(float64(c.TotalP50), float64(oneChangeGoal)), met(c.TotalP50 <= oneChangeGoal, c.InVM))
 		}
 	}
 	if res.IPVS != nil && res.IPVS.NotMeasured != "" {
@@ -225,8 +225,8 @@ func proxyChangeReport(p func(string, ...any), res *ProxyResults) {
 	p("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range res.Change {
 		p("| %s | %s × %d | %s | %s | %s (%s) | %s | %s | **%s** | %s | %s | %s |", modeLabel(c.Mode, c.InVM),
-			fmtInt(float64(c.Services)), c.Endpoints, samples(len(c.Syncs), c.Iterations), fmtDur(c.SyncP50), fmtDur(c.SyncP99), fmtDur(c.SyncMax),
-			durOrDash(c.BuildP50), durOrDash(c.BuildP99), fmtDur(c.TotalP50), fmtDur(c.TotalP99),
+			fmtInt(float64(c.Services)), c.Endpoints, samples(len(c.Syncs), c.Iterations), fmtDur(c.SyncP50), c.p99(c.SyncP99), fmtDur(c.SyncMax),
+			durOrDash(c.BuildP50), durOrDash(c.BuildP99), fmtDur(c.TotalP50), c.p99(c.TotalP99),
 			ratio(float64(c.TotalP50), float64(oneChangeGoal)), oneLine(c.Err))
 	}
 	p("")
@@ -235,6 +235,14 @@ func proxyChangeReport(p func(string, ...any), res *ProxyResults) {
 		p("their percentiles are of means, and Build is not in them (the benchmark syncs a ready proxy.State).")
 		p("")
 	}
+}
+
+// p99 is d, or a dash when it is the only sample of a benchmark (a mean: no percentile).
+func (c ProxyChangeResult) p99(d time.Duration) string {
+	if c.Iterations > 0 && len(c.Syncs) < 2 {
+		return "—"
+	}
+	return fmtDur(d)
 }
 
 func changeModes(cs []ProxyChangeResult) map[string]bool {
