@@ -10,11 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -36,7 +34,6 @@ const (
 type serviceInformers struct {
 	factory  informers.SharedInformerFactory
 	services corelisters.ServiceLister
-	slices   discoverylisters.EndpointSliceLister
 	svcInf   cache.SharedIndexInformer
 	sliceInf cache.SharedIndexInformer
 }
@@ -44,7 +41,7 @@ type serviceInformers struct {
 // newServiceInformers makes the informers; start runs them.
 func newServiceInformers(cs kubernetes.Interface) *serviceInformers {
 	f := informers.NewSharedInformerFactory(cs, 0)
-	s := &serviceInformers{factory: f, services: f.Core().V1().Services().Lister(), slices: f.Discovery().V1().EndpointSlices().Lister(),
+	s := &serviceInformers{factory: f, services: f.Core().V1().Services().Lister(),
 		svcInf: f.Core().V1().Services().Informer(), sliceInf: f.Discovery().V1().EndpointSlices().Informer()}
 	return s
 }
@@ -79,21 +76,6 @@ func (s *serviceInformers) handle(h cache.ResourceEventHandler) error {
 	}
 	_, err := s.sliceInf.AddEventHandler(h)
 	return err
-}
-
-// desired builds the proxy's desired state for node from the informers' caches.
-func (s *serviceInformers) desired(node func() proxy.Node) func() (proxy.State, error) {
-	return func() (proxy.State, error) {
-		svcs, err := s.services.List(labels.Everything())
-		if err != nil {
-			return nil, err
-		}
-		slices, err := s.slices.List(labels.Everything())
-		if err != nil {
-			return nil, err
-		}
-		return proxy.Build(svcs, slices, node()), nil
-	}
 }
 
 // proxyConfig is what the Service proxy of a node needs.
@@ -160,16 +142,17 @@ func cleanupOtherModes(mode string, cfg proxyConfig, log *slog.Logger) {
 // the Node (FailedToSyncProxyRules, as kube-proxy's).
 func newProxyLoop(b proxy.Backend, cfg proxyConfig, inf *serviceInformers, node func() proxy.Node,
 	recorder record.EventRecorder, nodeRef *corev1.ObjectReference, log *slog.Logger) (*proxy.Loop, error) {
-	loop, err := proxy.NewLoop(proxy.LoopConfig{Backend: b, Desired: inf.desired(node), MinSync: cfg.minSync, FullSync: cfg.fullSync,
+	var loop *proxy.Loop // set before the informers start, so before the tracker's first event
+	tracker := proxy.NewTracker(node, func() { loop.Changed() })
+	loop, err := proxy.NewLoop(proxy.LoopConfig{Backend: b, Desired: func() (proxy.State, error) { return tracker.State(), nil },
+		MinSync: cfg.minSync, FullSync: cfg.fullSync,
 		OnError: func(err error) {
 			recorder.Eventf(nodeRef, corev1.EventTypeWarning, "FailedToSyncProxyRules", "syncing the Service proxy failed: %s", oneLine(err))
 		}, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	changed := func(any) { loop.Changed() }
-	if err := inf.handle(cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, o any) { loop.Changed() },
-		DeleteFunc: changed}); err != nil {
+	if err := inf.handle(tracker.Handler()); err != nil {
 		return nil, err
 	}
 	if err := inf.onRelist(loop.Resync); err != nil {
