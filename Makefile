@@ -90,7 +90,7 @@ perf-dash: ## Dashboard perf harness (write-to-DOM latency in headless Chromium,
 	cd perf && $(GO) run ./cmd/dashperf --out ../docs/perf.md --json results/dash.json
 
 perf-proxy: ## Service proxy and cluster DNS perf harness (nftables full sync and one endpoint change, IPVS in the VM, cluster IP connect latency, DNS queries/s; root); writes its section of docs/perf.md
-	@if [ -x scripts/ensure-vm.sh ]; then scripts/ensure-vm.sh; fi
+	@scripts/ensure-vm.sh
 	cd perf && $(GO) run ./cmd/proxyperf --out ../docs/perf.md --json results/proxy.json
 
 clean: ## Remove build output (not the data directory)

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wheelhouse-dev/wheelhouse/agents/proxy/nft"
+	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
 )
 
 // The connection scenario's node: the server pod on bridge wh0, the client pod on wh1, so that the node routes
@@ -35,7 +35,7 @@ var connRequest, connAnswer = []byte("ping\n"), []byte("pong\n")
 // connectNet is the node, the pods, the server and the node's nftables backend.
 type connectNet struct {
 	node, client, server *netNS
-	be                   *nft.Backend
+	be                   proxy.Backend
 	ln                   net.Listener
 }
 
@@ -103,7 +103,7 @@ func newConnectNet(ctx context.Context) (_ *connectNet, err error) {
 	if err := c.wire(ctx); err != nil {
 		return nil, err
 	}
-	if c.be, err = newNFT(c.node); err != nil {
+	if c.be, err = newNFT(c.node, modeNFT); err != nil {
 		return nil, err
 	}
 	err = c.server.run(func() (err error) {

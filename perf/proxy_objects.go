@@ -37,8 +37,21 @@ type proxyObjects struct {
 	slices   []*discoveryv1.EndpointSlice
 }
 
-// build is the desired state of the node (proxy.Build, what the agent's sync loop calls).
+// build is the desired state of the node, proxy.Build of every object.
 func (o proxyObjects) build() proxy.State { return proxy.Build(o.services, o.slices, proxyNode) }
+
+// track is the agent's proxy.Tracker fed every object, as its informers' first lists feed it.
+func (o proxyObjects) track() *proxy.Tracker {
+	tr := proxy.NewTracker(func() proxy.Node { return proxyNode }, nil)
+	h := tr.Handler()
+	for _, svc := range o.services {
+		h.OnAdd(svc, true)
+	}
+	for _, es := range o.slices {
+		h.OnAdd(es, true)
+	}
+	return tr
+}
 
 // makeProxyObjects makes n Services with one TCP port (80 → 8080) and one EndpointSlice of endpoints ready
 // endpoints each, numbered from first; every headlessEvery-th Service is headless (0: none).
@@ -104,9 +117,12 @@ func fakeEndpoint(p int) netip.Addr {
 }
 
 // replaceEndpoint replaces Service i's EndpointSlice by a copy whose first endpoint has a new address (the k-th
-// change), as an informer holds it after the slice's update: a new object, the others untouched.
-func (o proxyObjects) replaceEndpoint(i, k int) {
-	es := o.slices[i].DeepCopy()
+// change), as an informer holds it after the slice's update: a new object, the others untouched. It returns the
+// old and the new slice (an informer's update event).
+func (o proxyObjects) replaceEndpoint(i, k int) (old, updated *discoveryv1.EndpointSlice) {
+	old = o.slices[i]
+	es := old.DeepCopy()
 	es.Endpoints[0] = proxyEndpoint(netip.AddrFrom4([4]byte{10, 245, byte(k >> 8), byte(k)}), 0)
 	o.slices[i] = es
+	return old, es
 }

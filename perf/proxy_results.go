@@ -38,8 +38,9 @@ type ProxyShape struct {
 
 // The proxy's modes.
 const (
-	modeNFT  = "nftables"
-	modeIPVS = "ipvs"
+	modeNFT    = "nftables"            // the agent's layout: the Services over nft.DefaultShards tables
+	modeNFTOne = "nftables, one table" // the single-table layout, for comparison
+	modeIPVS   = "ipvs"
 )
 
 // ProxySyncResult is the full sync of Services Services of Endpoints endpoints each into a backend that holds

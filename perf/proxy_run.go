@@ -62,15 +62,17 @@ func RunProxy(ctx context.Context, cfg ProxyConfig) (*ProxyResults, error) {
 
 // run runs the selected scenarios, the IPVS one last (it boots a VM).
 func (r *proxyRunner) run(ctx context.Context) {
-	if r.cfg.runs(scSync) {
-		for _, n := range r.cfg.SyncSizes {
-			if ctx.Err() == nil {
-				r.res.Sync = append(r.res.Sync, r.fullSync(ctx, n))
+	for _, mode := range []string{modeNFT, modeNFTOne} {
+		if r.cfg.runs(scSync) {
+			for _, n := range r.cfg.SyncSizes {
+				if ctx.Err() == nil {
+					r.res.Sync = append(r.res.Sync, r.fullSync(ctx, n, mode))
+				}
 			}
 		}
-	}
-	if r.cfg.runs(scChange) && ctx.Err() == nil {
-		r.res.Change = append(r.res.Change, r.change(ctx))
+		if r.cfg.runs(scChange) && ctx.Err() == nil {
+			r.res.Change = append(r.res.Change, r.change(ctx, mode))
+		}
 	}
 	if r.cfg.runs(scConnect) && ctx.Err() == nil {
 		r.res.Connect = r.connect(ctx)

@@ -7,36 +7,46 @@ import (
 	"slices"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy/nft"
 )
 
-// newNFT opens the nftables backend of the node namespace ns, as the agent does (its pod network's CIDR given).
-func newNFT(ns *netNS) (*nft.Backend, error) {
-	b, err := nft.New(nft.Config{NetNS: ns.h, PodCIDR: proxyPodNet})
+// newNFT opens the nftables backend of the node namespace ns as the agent does (its pod network's CIDR given, the
+// Services spread over nft.DefaultShards tables), or, for modeNFTOne, the single-table layout it is compared with.
+func newNFT(ns *netNS, mode string) (proxy.Backend, error) {
+	cfg := nft.Config{NetNS: ns.h, PodCIDR: proxyPodNet}
+	var b proxy.Backend
+	var err error
+	if mode == modeNFTOne {
+		b, err = nft.New(cfg)
+	} else {
+		b, err = nft.NewSharded(cfg, nft.DefaultShards)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("nftables backend in %s: %w", ns.name, nftErr(err))
 	}
 	return b, nil
 }
 
-// fullSync times SyncReps full syncs of n Services, each into a fresh network namespace: proxy.Build from the
-// objects, then the backend's first Sync (which writes the table whole in one transaction).
-func (r *proxyRunner) fullSync(ctx context.Context, n int) ProxySyncResult {
-	out := ProxySyncResult{Mode: modeNFT, Services: n, Endpoints: r.cfg.Endpoints, Reps: r.cfg.SyncReps}
+// fullSync times SyncReps full syncs of n Services, each into a fresh network namespace: the agent's
+// proxy.Tracker fed every object and asked for the state, then the backend's first Sync (which writes the tables
+// whole).
+func (r *proxyRunner) fullSync(ctx context.Context, n int, mode string) ProxySyncResult {
+	out := ProxySyncResult{Mode: mode, Services: n, Endpoints: r.cfg.Endpoints, Reps: r.cfg.SyncReps}
 	objs := makeProxyObjects(0, n, r.cfg.Endpoints, 0)
 	for rep := range r.cfg.SyncReps {
 		if err := ctx.Err(); err != nil {
 			out.Err = err.Error()
 			break
 		}
-		build, sync, size, err := oneFullSync(ctx, objs, fmt.Sprintf("sync-%d-%d", n, rep))
+		build, sync, size, err := oneFullSync(ctx, objs, mode, fmt.Sprintf("sync-%d-%d", n, rep))
 		if err != nil {
 			out.Err = err.Error()
 			break
 		}
 		out.VirtualServices = size
 		out.Build, out.Sync = append(out.Build, build), append(out.Sync, sync)
-		r.log.Info("full sync", "mode", modeNFT, "services", n, "rep", rep, "build", build, "sync", sync)
+		r.log.Info("full sync", "mode", mode, "services", n, "rep", rep, "build", build, "sync", sync)
 	}
 	out.summarize()
 	return out
@@ -44,20 +54,20 @@ func (r *proxyRunner) fullSync(ctx context.Context, n int) ProxySyncResult {
 
 // oneFullSync builds the state and syncs it into a new namespace's backend. The namespace is emptied (the table
 // deleted) before it is released, untimed, so that its teardown leaves no kernel work for the next repetition.
-func oneFullSync(ctx context.Context, objs proxyObjects, name string) (build, sync time.Duration, size int, err error) {
+func oneFullSync(ctx context.Context, objs proxyObjects, mode, name string) (build, sync time.Duration, size int, err error) {
 	ns, err := newNetNS(name)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer ns.Close()
-	be, err := newNFT(ns)
+	be, err := newNFT(ns, mode)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer be.Close()
 	runtime.GC() // each repetition starts from the same heap; collections during it are counted
 	t0 := time.Now()
-	st := objs.build()
+	st := objs.track().State()
 	t1 := time.Now()
 	err = be.Sync(ctx, st)
 	t2 := time.Now()
@@ -88,11 +98,12 @@ func (s *ProxySyncResult) summarize() {
 }
 
 // change programs ChangeServices Services, then ChangeReps times replaces one endpoint of one Service (a
-// different one each time, after an untimed first change) and times proxy.Build of every Service and the
-// backend's Sync of the result, as one pass of the agent's sync loop does.
-func (r *proxyRunner) change(ctx context.Context) ProxyChangeResult {
+// different one each time, after an untimed first change) and times the agent's proxy.Tracker taking the slice's
+// update and giving the state (it rebuilds that Service only), and the backend's Sync of the result, as one pass of
+// the agent's sync loop does.
+func (r *proxyRunner) change(ctx context.Context, mode string) ProxyChangeResult {
 	n := r.cfg.ChangeServices
-	out := ProxyChangeResult{Mode: modeNFT, Services: n, Endpoints: r.cfg.Endpoints, Reps: r.cfg.ChangeReps}
+	out := ProxyChangeResult{Mode: mode, Services: n, Endpoints: r.cfg.Endpoints, Reps: r.cfg.ChangeReps}
 	if err := r.changeRuns(ctx, &out); err != nil {
 		out.Err = err.Error()
 	}
@@ -108,23 +119,26 @@ func (r *proxyRunner) changeRuns(ctx context.Context, out *ProxyChangeResult) er
 		return err
 	}
 	defer ns.Close()
-	be, err := newNFT(ns)
+	be, err := newNFT(ns, out.Mode)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
 	defer func() { _ = be.Cleanup(context.WithoutCancel(ctx)) }() // the namespace goes anyway: untimed tidiness
-	if err := be.Sync(ctx, objs.build()); err != nil {
+	tracker := objs.track()
+	if err := be.Sync(ctx, tracker.State()); err != nil {
 		return fmt.Errorf("initial sync of %d Services: %w", n, err)
 	}
+	events := tracker.Handler()
 	for rep := range r.cfg.ChangeReps + 1 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		objs.replaceEndpoint((rep*7919)%n, rep) // 7,919 is prime: the Services changed are spread out
+		old, updated := objs.replaceEndpoint((rep*7919)%n, rep) // 7,919 is prime: the Services changed are spread out
 		runtime.GC()
 		t0 := time.Now()
-		st := objs.build()
+		events.OnUpdate(old, updated)
+		st := tracker.State()
 		t1 := time.Now()
 		err := be.Sync(ctx, st)
 		t2 := time.Now()
@@ -136,7 +150,7 @@ func (r *proxyRunner) changeRuns(ctx context.Context, out *ProxyChangeResult) er
 		}
 		out.Builds, out.Syncs = append(out.Builds, t1.Sub(t0)), append(out.Syncs, t2.Sub(t1))
 	}
-	r.log.Info("one endpoint change", "mode", modeNFT, "services", n, "reps", len(out.Syncs))
+	r.log.Info("one endpoint change", "mode", out.Mode, "services", n, "reps", len(out.Syncs))
 	return nil
 }
 
