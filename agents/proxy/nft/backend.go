@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
@@ -420,18 +421,24 @@ func (b *Backend) verifyNow() error {
 	return b.verify()
 }
 
-// deleteTables deletes the tables named (absent ones too), each in a transaction of its own.
+// deleteTables deletes the tables named (absent ones too) in one transaction.
 func (b *Backend) deleteTables(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, name := range names {
-		bt := newBatch(name, 256) // adds the table, so that deleting it cannot fail
+	bt := newBatch(names[0], 256*len(names)) // adds each table before deleting it, so that deleting cannot fail
+	bt.delTable()
+	for _, name := range names[1:] {
+		bt.table = name
+		bt.addTable()
 		bt.delTable()
-		gen, err := b.sock.commit(bt)
-		if err != nil {
-			return fmt.Errorf("nft: delete table %s: %w", name, err)
-		}
-		b.committed = gen
 	}
+	gen, err := b.sock.commit(bt)
+	if err != nil {
+		return fmt.Errorf("nft: delete tables %s: %w", strings.Join(names, ", "), err)
+	}
+	b.committed = gen
 	return nil
 }
