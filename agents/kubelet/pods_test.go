@@ -72,7 +72,9 @@ type podEnv struct {
 func newPodEnv(t *testing.T) *podEnv { return newPodEnvWith(t, nil) }
 
 // newPodEnvWith is newPodEnv with configure applied to the API's configuration (may be nil).
-func newPodEnvWith(t *testing.T, configure func(*kubeapi.Config)) *podEnv { return startPodEnv(t, configure, nil) }
+func newPodEnvWith(t *testing.T, configure func(*kubeapi.Config)) *podEnv {
+	return startPodEnv(t, configure, nil)
+}
 
 // newPodEnvConfigured is newPodEnv whose pod manager runs with configure applied to its configuration.
 func newPodEnvConfigured(t *testing.T, configure func(e *podEnv, c *PodsConfig)) *podEnv {

@@ -22,12 +22,12 @@ type Tracker struct {
 	onChange func()
 
 	mu       sync.Mutex
-	services map[string]*corev1.Service                        // by namespace/name
+	services map[string]*corev1.Service                       // by namespace/name
 	slices   map[string]map[string]*discoveryv1.EndpointSlice // by Service namespace/name, then slice name
-	dirty    map[string]bool                                   // Services to rebuild
-	owned    map[string][]Key                                  // the keys each Service claims
-	claims   map[Key]map[string]VirtualService                 // every claim on a key, by Service
-	state    State                                             // the winning claim of each key
+	dirty    map[string]bool                                  // Services to rebuild
+	owned    map[string][]Key                                 // the keys each Service claims
+	claims   map[Key]map[string]VirtualService                // every claim on a key, by Service
+	state    State                                            // the winning claim of each key
 	lastNode Node
 	built    bool // state was built once (with lastNode)
 }
