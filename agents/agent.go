@@ -220,8 +220,12 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	domain := cmp.Or(strings.TrimSuffix(cfg.ClusterDomain, "."), dns.DefaultDomain)
+	// Without its DNS server (port 53 of the gateway taken by another program) the node still runs pods: they get
+	// the host's resolver and a MissingClusterDNS event, as on a kubelet without --cluster-dns.
+	clusterDNS := []string{podNet.Gateway().String()}
 	if _, err := startDNS(svcCtx, svcInf, podNet.Gateway(), domain, log.With("component", "dns")); err != nil {
-		return fmt.Errorf("agent: cluster DNS: %w", err)
+		log.Error("the cluster DNS server cannot start: pods get the host's resolver", "err", err)
+		clusterDNS = nil
 	}
 	hostResolver, err := dns.ReadResolver(dns.DefaultResolvConf)
 	if err != nil {
@@ -230,11 +234,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := svcInf.start(svcCtx); err != nil {
 		return err
 	}
-	log.Info("cluster DNS ready", "listen", netip.AddrPortFrom(podNet.Gateway(), 53), "domain", domain)
+	if clusterDNS != nil {
+		log.Info("cluster DNS ready", "listen", netip.AddrPortFrom(podNet.Gateway(), 53), "domain", domain)
+	}
 
 	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, RuntimeName: "process",
 		DataDir: cfg.DataDir, NodeIP: func() string { return host.InternalIP }, Recorder: recorder, Services: svcInf.services,
-		DNS:    dns.ClusterDNS{Servers: []string{podNet.Gateway().String()}, Domain: domain, Host: hostResolver},
+		DNS:    dns.ClusterDNS{Servers: clusterDNS, Domain: domain, Host: hostResolver},
 		Logger: log.With("component", "pods")})
 	if err != nil {
 		return err
