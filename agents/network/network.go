@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents/network/nsexec"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process"
 )
 
@@ -328,33 +328,8 @@ func (n *Network) Cleanup(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// inNodeNS runs fn on a thread in the node's namespace (the calling one for the agent's own). A thread that
-// cannot be put back is left locked, so Go discards it.
-func (n *Network) inNodeNS(fn func() error) error {
-	if !n.ns.IsOpen() {
-		return fn()
-	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(n.ns); err != nil {
-			errc <- err
-			return
-		}
-		err = fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
-}
+// inNodeNS runs fn on a thread in the node's namespace (the calling one for the agent's own).
+func (n *Network) inNodeNS(fn func() error) error { return nsexec.Do(n.ns, fn) }
 
 // hostInterface names the host end of a sandbox's veth pair: "wh" and 12 hex digits of the ID's hash (15
 // bytes is the kernel's limit).

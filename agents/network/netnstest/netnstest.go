@@ -14,6 +14,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/network/nsexec"
 )
 
 // New makes a network namespace with lo up, bind-mounted at dir/name, and returns that path; it is unmounted
@@ -73,26 +75,12 @@ func OnThread(fn func() error) error {
 
 // Run runs fn on a thread in the namespace at path (sockets fn opens stay there).
 func Run(path string, fn func() error) error {
-	return OnThread(func() error {
-		orig, err := netns.Get()
-		if err != nil {
-			return err
-		}
-		defer orig.Close()
-		ns, err := netns.GetFromPath(path)
-		if err != nil {
-			return err
-		}
-		defer ns.Close()
-		if err := netns.Set(ns); err != nil {
-			return err
-		}
-		err = fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
 		return err
-	})
+	}
+	defer ns.Close()
+	return nsexec.Do(ns, fn)
 }
 
 // Handle is a netlink handle in the namespace at path, closed when the test ends.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+	"github.com/wheelhouse-dev/wheelhouse/agents/network/nsexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,7 +42,7 @@ type dumpSock struct {
 
 func openDumpSock(ns netns.NsHandle, family uint16) (*dumpSock, error) {
 	var fd int
-	if err := inNamespace(ns, func() (err error) {
+	if err := nsexec.Do(ns, func() (err error) {
 		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_GENERIC)
 		return err
 	}); err != nil {

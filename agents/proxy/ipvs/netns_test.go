@@ -1,19 +1,12 @@
 package ipvs
 
 import (
-	"bufio"
-	"context"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/moby/ipvs"
 	"github.com/vishvananda/netlink"
@@ -111,149 +104,29 @@ func addAddrs(t testing.TB, path, dev string, prefixes ...netip.Prefix) {
 		t.Fatal(err)
 	}
 	for _, p := range prefixes {
-		if err := h.AddrAdd(l, &netlink.Addr{IPNet: ipNet(p), Flags: unix.IFA_F_NODAD}); err != nil {
+		if err := h.AddrAdd(l, &netlink.Addr{IPNet: netnstest.IPNet(p), Flags: unix.IFA_F_NODAD}); err != nil {
 			t.Fatalf("address %v on %s: %v", p, dev, err)
 		}
 	}
 }
 
-// waitUp polls until the named links of the namespace at path are operationally up (a device that just got its
-// carrier drops what it is given until the kernel's link watcher activates it).
-func waitUp(t testing.TB, path string, names ...string) {
-	t.Helper()
-	h := netnstest.Handle(t, path)
-	deadline := time.Now().Add(10 * time.Second)
-	for _, name := range names {
-		for {
-			l, err := h.LinkByName(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l.Attrs().OperState == netlink.OperUp {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("link %s in %s is %v", name, filepath.Base(path), l.Attrs().OperState)
-			}
-			poll()
-		}
-	}
-}
+// The traffic helpers the nftables backend's tests share (agents/network/netnstest).
+type answer = netnstest.Answer
 
-// poll yields between two looks at something the test waits for.
-func poll() { <-time.After(5 * time.Millisecond) }
-
-// route adds a route to dst via gw in the namespace at path.
-func route(t testing.TB, path string, dst netip.Prefix, gw netip.Addr) {
-	t.Helper()
-	if err := netnstest.Handle(t, path).RouteAdd(&netlink.Route{Dst: ipNet(dst), Gw: gw.AsSlice()}); err != nil {
-		t.Fatalf("route %v via %v: %v", dst, gw, err)
-	}
-}
-
-func ipNet(p netip.Prefix) *net.IPNet {
-	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
-}
-
-// serve runs a TCP and a UDP server on port in the namespace at path. A TCP connection is sent "<name> <the
-// client's address>" and then has its lines echoed; a UDP datagram is answered with the same line.
-func serve(t testing.TB, path, name string, port uint16) {
-	t.Helper()
-	var ln net.Listener
-	var pc net.PacketConn
-	if err := netnstest.Run(path, func() (err error) {
-		if ln, err = net.Listen("tcp", fmt.Sprintf(":%d", port)); err != nil {
-			return err
-		}
-		pc, err = net.ListenPacket("udp", fmt.Sprintf(":%d", port))
-		return err
-	}); err != nil {
-		t.Fatalf("servers in %s: %v", name, err)
-	}
-	t.Cleanup(func() { ln.Close(); pc.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				fmt.Fprintf(c, "%s %s\n", name, c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap())
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteTo(fmt.Appendf(nil, "%s %s\n", name, from.(*net.UDPAddr).AddrPort().Addr().Unmap()), from)
-		}
-	}()
-}
-
-// answer is who answered a connection, and the client address it saw.
-type answer struct{ name, seenFrom string }
-
-// dialTimeout bounds a connection that fails (a refusal or an ICMP error comes at once); it is not a wait.
-const dialTimeout = 5 * time.Second
-
-// ask connects from the namespace at path to addr over network ("tcp" or "udp") and returns the answer. For TCP,
-// the connection stays open when keep is non-nil (*keep is set to it).
+func serve(t testing.TB, path, name string, port uint16) { netnstest.Serve(t, path, name, port) }
 func ask(path, network string, addr netip.AddrPort, keep *net.Conn) (answer, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-	defer cancel()
-	var c net.Conn
-	if err := netnstest.Run(path, func() (err error) {
-		c, err = (&net.Dialer{}).DialContext(ctx, network, addr.String())
-		return err
-	}); err != nil {
-		return answer{}, err
-	}
-	_ = c.SetDeadline(time.Now().Add(dialTimeout))
-	if network == "udp" {
-		if _, err := c.Write([]byte("hello\n")); err != nil {
-			c.Close()
-			return answer{}, err
-		}
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if keep != nil && err == nil {
-		*keep = c
-	} else {
-		c.Close()
-	}
-	if err != nil {
-		return answer{}, err
-	}
-	name, from, _ := strings.Cut(strings.TrimSpace(line), " ")
-	return answer{name: name, seenFrom: from}, nil
+	return netnstest.Ask(path, network, addr, keep)
 }
-
-// askN makes n connections and counts the answers by name (errors under "error: ...").
 func askN(path, network string, addr netip.AddrPort, n int) map[string]int {
-	out := map[string]int{}
-	for range n {
-		a, err := ask(path, network, addr, nil)
-		if err != nil {
-			out["error: "+err.Error()]++
-			continue
-		}
-		out[a.name]++
-	}
-	return out
+	return netnstest.AskN(path, network, addr, n)
+}
+func refused(err error) bool                            { return netnstest.Refused(err) }
+func waitUp(t testing.TB, path string, names ...string) { netnstest.WaitUp(t, path, names...) }
+func route(t testing.TB, path string, dst netip.Prefix, gw netip.Addr) {
+	netnstest.Route(t, path, dst, gw)
 }
 
 // writeSysctl writes a sysctl of the calling thread's namespace.
 func writeSysctl(key, value string) error {
 	return os.WriteFile("/proc/sys/"+key, []byte(value), 0o644)
-}
-
-// refused reports whether err is a connection the network refused (reset, port or host unreachable).
-func refused(err error) bool {
-	return errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.ENETUNREACH)
 }

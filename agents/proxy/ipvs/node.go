@@ -8,11 +8,11 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"github.com/wheelhouse-dev/wheelhouse/agents/network/nsexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,37 +67,9 @@ func handle(ns netns.NsHandle) netns.NsHandle {
 	return ns
 }
 
-// inNamespace runs fn on a locked thread in ns (directly for the caller's own); a thread that cannot go back stays
-// locked, so Go discards it.
-func inNamespace(ns netns.NsHandle, fn func() error) error {
-	if ns == 0 {
-		return fn()
-	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			errc <- err
-			return
-		}
-		err = fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
-}
-
 // setSysctls writes the sysctls that differ, in the node's namespace (/proc/sys/net is the opener's namespace's).
 func setSysctls(ns netns.NsHandle) error {
-	return inNamespace(ns, func() error {
+	return nsexec.Do(ns, func() error {
 		var errs []error
 		for _, s := range sysctls {
 			path := "/proc/sys/" + s.key

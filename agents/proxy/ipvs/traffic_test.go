@@ -83,12 +83,12 @@ func TestKernelTraffic(t *testing.T) {
 		{"IPv6", c.pods["d"], "tcp", addrPort(webV6.Key), []string{"a", "b"}, func(answer) string { return podIPv6s["d"].String() }},
 		{"affinity sticks to one endpoint", c.pods["d"], "tcp", addrPort(sticky.Key), nil, func(answer) string { return podIPs["d"].String() }},
 		{"a cluster IP from outside the pod network: masqueraded", c.outside, "tcp", addrPort(web.Key), []string{"a", "b"},
-			func(a answer) string { return gw(a.name) }},
-		{"a cluster IP from the node", c.node, "tcp", addrPort(web.Key), []string{"a", "b"}, func(a answer) string { return gw(a.name) }},
-		{"a node port: masqueraded", c.outside, "tcp", addrPort(webNode.Key), []string{"a", "b"}, func(a answer) string { return gw(a.name) }},
+			func(a answer) string { return gw(a.Name) }},
+		{"a cluster IP from the node", c.node, "tcp", addrPort(web.Key), []string{"a", "b"}, func(a answer) string { return gw(a.Name) }},
+		{"a node port: masqueraded", c.outside, "tcp", addrPort(webNode.Key), []string{"a", "b"}, func(a answer) string { return gw(a.Name) }},
 		{"a node port keeping the source", c.outside, "tcp", addrPort(localNode.Key), []string{"a"},
 			func(answer) string { return outsideIP.String() }},
-		{"an external IP: masqueraded", c.outside, "tcp", addrPort(webExt.Key), []string{"a", "b"}, func(a answer) string { return gw(a.name) }},
+		{"an external IP: masqueraded", c.outside, "tcp", addrPort(webExt.Key), []string{"a", "b"}, func(a answer) string { return gw(a.Name) }},
 		{"hairpin: a pod reaching itself, masqueraded", c.pods["a"], "tcp", addrPort(self.Key), []string{"a"},
 			func(answer) string { return gw("a") }},
 	} {
@@ -99,9 +99,9 @@ func TestKernelTraffic(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got[a.name]++
-				if want := tc.seenFrom(a); a.seenFrom != want {
-					t.Fatalf("%s saw the client as %s, want %s", a.name, a.seenFrom, want)
+				got[a.Name]++
+				if want := tc.seenFrom(a); a.SeenFrom != want {
+					t.Fatalf("%s saw the client as %s, want %s", a.Name, a.SeenFrom, want)
 				}
 			}
 			names := slices.Sorted(maps.Keys(got))
@@ -130,7 +130,7 @@ func TestKernelTraffic(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer kept.Close()
-		remaining := map[string]string{"a": "b", "b": "a"}[first.name]
+		remaining := map[string]string{"a": "b", "b": "a"}[first.Name]
 		vs := web
 		vs.Destinations = []netip.AddrPort{ep(remaining)}
 		desired[web.Key] = vs
@@ -138,7 +138,7 @@ func TestKernelTraffic(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := askN(c.pods["d"], "tcp", addrPort(web.Key), 10); got[remaining] != 10 {
-			t.Fatalf("answers after draining %s: %v, want all from %s", first.name, got, remaining)
+			t.Fatalf("answers after draining %s: %v, want all from %s", first.Name, got, remaining)
 		}
 		if _, err := kept.Write([]byte("still there\n")); err != nil {
 			t.Fatal(err)
@@ -151,7 +151,7 @@ func TestKernelTraffic(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := askN(c.pods["d"], "tcp", addrPort(web.Key), 10); got[remaining] != 10 {
-			t.Fatalf("answers after deleting %s: %v, want all from %s", first.name, got, remaining)
+			t.Fatalf("answers after deleting %s: %v, want all from %s", first.Name, got, remaining)
 		}
 	})
 

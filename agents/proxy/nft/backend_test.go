@@ -215,8 +215,8 @@ func TestSources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.wantName != "" && got.name != tc.wantName || got.seenFrom != tc.seenFrom.String() {
-				t.Fatalf("answered by %s seeing %s, want %q seeing %v", got.name, got.seenFrom, tc.wantName, tc.seenFrom)
+			if tc.wantName != "" && got.Name != tc.wantName || got.SeenFrom != tc.seenFrom.String() {
+				t.Fatalf("answered by %s seeing %s, want %q seeing %v", got.Name, got.SeenFrom, tc.wantName, tc.seenFrom)
 			}
 		})
 	}
@@ -319,7 +319,7 @@ func TestDrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.name == "b" {
+		if a.Name == "b" {
 			kept = conn
 			break
 		}

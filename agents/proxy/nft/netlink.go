@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"syscall"
 
 	"github.com/vishvananda/netns"
+	"github.com/wheelhouse-dev/wheelhouse/agents/network/nsexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,13 +40,7 @@ func openSock(ns netns.NsHandle) (*sock, error) {
 		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 		return err
 	}
-	var err error
-	if ns > 0 {
-		err = inNamespace(ns, open)
-	} else {
-		err = open()
-	}
-	if err != nil {
+	if err := nsexec.Do(ns, open); err != nil {
 		return nil, fmt.Errorf("nft: netlink socket: %w", err)
 	}
 	s := &sock{fd: fd, buf: make([]byte, recvBuf)}
@@ -64,31 +58,6 @@ func openSock(ns netns.NsHandle) (*sock, error) {
 		}
 	}
 	return s, nil
-}
-
-// inNamespace runs fn on a locked thread in ns; a thread that cannot go back stays locked, so Go discards it.
-func inNamespace(ns netns.NsHandle, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("enter namespace: %w", err)
-			return
-		}
-		err = fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
 }
 
 func (s *sock) close() error { return unix.Close(s.fd) }

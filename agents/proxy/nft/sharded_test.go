@@ -104,8 +104,8 @@ func TestSharded(t *testing.T) {
 			{"a pod keeps its address", c.pods["d"], addrPort(web.Key), podIPs["d"]},
 			{"hairpin is masqueraded", c.pods["a"], addrPort(self.Key), gatewayA},
 		} {
-			if got, err := ask(tc.from, "tcp", tc.to, nil); err != nil || got.seenFrom != tc.seenFrom.String() {
-				t.Errorf("%s: seen from %q (%v), want %v", tc.name, got.seenFrom, err, tc.seenFrom)
+			if got, err := ask(tc.from, "tcp", tc.to, nil); err != nil || got.SeenFrom != tc.seenFrom.String() {
+				t.Errorf("%s: seen from %q (%v), want %v", tc.name, got.SeenFrom, err, tc.seenFrom)
 			}
 		}
 	})
