@@ -27,21 +27,6 @@ type Resolver struct {
 	Servers, Searches, Options []string
 }
 
-// String is the resolver as resolv.conf text (search, nameserver and options lines, as containerd writes
-// it); empty for an empty Resolver.
-func (r Resolver) String() string {
-	var b strings.Builder
-	if len(r.Searches) > 0 {
-		b.WriteString("search " + strings.Join(r.Searches, " ") + "\n")
-	}
-	for _, s := range r.Servers {
-		b.WriteString("nameserver " + s + "\n")
-	}
-	if len(r.Options) > 0 {
-		b.WriteString("options " + strings.Join(r.Options, " ") + "\n")
-	}
-	return b.String()
-}
 
 // ReadResolver reads a host's resolv.conf (nameservers, search list and options; a missing file is an
 // empty configuration, as the kubelet treats it).

@@ -97,12 +97,7 @@ func TestForPodSearchLimits(t *testing.T) {
 	}
 }
 
-func TestResolverText(t *testing.T) {
-	r := Resolver{Servers: []string{"10.244.0.1", "1.1.1.1"}, Searches: []string{"apps.svc.cluster.local", "cluster.local"},
-		Options: []string{"ndots:5"}}
-	equal(t, "resolv.conf", r.String(), "search apps.svc.cluster.local cluster.local\nnameserver 10.244.0.1\nnameserver 1.1.1.1\noptions ndots:5\n")
-	equal(t, "empty resolver", Resolver{}.String(), "")
-
+func TestReadResolver(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "resolv.conf")
 	if err := os.WriteFile(path, []byte("# host\nnameserver 192.0.2.53\nsearch corp.example lab.example\noptions ndots:2 timeout:3 rotate\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,7 +108,7 @@ func TestResolverText(t *testing.T) {
 	}
 	equal(t, "host resolver", got, Resolver{Servers: []string{"192.0.2.53"}, Searches: []string{"corp.example", "lab.example"},
 		Options: []string{"ndots:2", "timeout:3"}})
-	if got, err := ReadResolver(filepath.Join(t.TempDir(), "missing")); err != nil || got.String() != "" {
+	if got, err := ReadResolver(filepath.Join(t.TempDir(), "missing")); err != nil || len(got.Servers)+len(got.Searches)+len(got.Options) != 0 {
 		t.Errorf("a missing resolv.conf = %+v, %v; want an empty resolver", got, err)
 	}
 }

@@ -101,12 +101,15 @@ func (e *loopEnv) next() string {
 // nothing to do; 2: and a sync waiting for its time), then checks that the backend was not called meanwhile.
 func (e *loopEnv) idleWith(waiters int) {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond) // polling: the loop's goroutine arms its timer
+	defer tick.Stop()
 	for e.clk.Waiters() != waiters {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			e.t.Fatalf("the loop waits on %d timers, want %d", e.clk.Waiters(), waiters)
+		case <-tick.C:
 		}
-		time.Sleep(time.Millisecond) // polling: the loop's goroutine arms its timer
 	}
 	select {
 	case c := <-e.b.calls:
