@@ -27,7 +27,6 @@ type Resolver struct {
 	Servers, Searches, Options []string
 }
 
-
 // ReadResolver reads a host's resolv.conf (nameservers, search list and options; a missing file is an
 // empty configuration, as the kubelet treats it).
 func ReadResolver(path string) (Resolver, error) {
