@@ -39,7 +39,7 @@ type ProxyShape struct {
 // The proxy's modes.
 const (
 	modeNFT    = "nftables"            // the agent's layout: the Services over nft.DefaultShards tables
-	modeNFTOne = "nftables, one table" // the single-table layout, for comparison
+	modeNFTOne = "nftables, one table" // the same layout in one table, for comparison
 	modeIPVS   = "ipvs"
 )
 

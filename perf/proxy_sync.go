@@ -12,7 +12,7 @@ import (
 )
 
 // newNFT opens the nftables backend of the node namespace ns as the agent does (its pod network's CIDR given, the
-// Services spread over nft.DefaultShards tables), or, for modeNFTOne, the single-table layout it is compared with.
+// Services spread over nft.DefaultShards tables), or, for modeNFTOne, the same layout in one table.
 func newNFT(ns *netNS, mode string) (proxy.Backend, error) {
 	cfg := nft.Config{NetNS: ns.h, PodCIDR: proxyPodNet}
 	var b proxy.Backend

@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,8 @@ type Backend struct {
 	record proxy.Programmed
 	// hairpin counts the virtual services of record that have each endpoint address (the hairpin set's elements).
 	hairpin map[netip.Addr]int
+	// chains counts the virtual services of record whose map element goes to each chain (serviceChain).
+	chains map[string]int
 	// synced: the table is known to hold record; false before the first Sync and after a failure, so that the next
 	// Sync rewrites the table whole.
 	synced bool
@@ -112,12 +115,17 @@ func (b *Backend) sync(ctx context.Context, desired proxy.State, check bool) err
 		delete(b.record, k)
 	}
 	maps.Copy(b.record, next)
-	for a, d := range delta {
-		if b.hairpin[a] += d; b.hairpin[a] == 0 {
-			delete(b.hairpin, a)
+	applyCounts(b.hairpin, delta.hairpin)
+	applyCounts(b.chains, delta.chains)
+	return nil
+}
+
+func applyCounts[K comparable](counts, delta map[K]int) {
+	for k, d := range delta {
+		if counts[k] += d; counts[k] == 0 {
+			delete(counts, k)
 		}
 	}
-	return nil
 }
 
 // pending is the part of the record and of desired that differ: the virtual services Diff has work on (a full
@@ -181,7 +189,7 @@ func (b *Backend) Cleanup(ctx context.Context) error {
 	if _, err := b.sock.commit(bt); err != nil {
 		return fmt.Errorf("nft: delete table %s: %w", b.cfg.Table, err)
 	}
-	b.record, b.hairpin, b.synced = nil, nil, false
+	b.record, b.hairpin, b.chains, b.synced = nil, nil, nil, false
 	return nil
 }
 
@@ -241,31 +249,37 @@ func (b *Backend) verify() error {
 	return nil
 }
 
-// rewrite replaces the table with one holding p, in one transaction (so traffic never sees it half-made).
+// rewrite replaces the table with one holding p, in one transaction (so traffic never sees it half-made). The
+// chains and their rules come before the map elements: a rule binding a map with elements makes the kernel walk
+// them.
 func (b *Backend) rewrite(p proxy.Programmed) error {
 	bt := newBatch(b.cfg.Table, batchSize(p)) // adds the table, so that deleting it cannot fail
 	bt.delTable()
 	bt.addTable()
-	for _, s := range []setDef{setServices, setHairpin, setAffinity} {
+	for _, s := range sets {
 		bt.addSet(s)
 	}
 	for _, c := range skeleton(b.cfg) {
-		bt.addChain(c.name, c.hook)
-		for _, r := range c.rules {
-			if err := bt.addRule(c.name, r); err != nil {
-				return err
-			}
+		if err := bt.addChainRules(c); err != nil {
+			return err
 		}
 	}
 	keys := slices.SortedFunc(maps.Keys(p), proxy.Key.Compare)
-	elems := make([]elem, 0, len(keys))
+	chains := map[string]int{}
+	services, endpoints := make([]elem, 0, len(keys)), make([]elem, 0, 10*len(keys))
 	for _, k := range keys {
-		if err := b.addService(bt, p[k].VirtualService); err != nil {
-			return err
+		vs := p[k].VirtualService
+		c := serviceChain(b.cfg, vs)
+		if chains[c.name]++; chains[c.name] == 1 {
+			if err := bt.addChainRules(c); err != nil {
+				return err
+			}
 		}
-		elems = append(elems, elem{key: servicesKey(k), gotoChain: chainName(k)})
+		services = append(services, elem{key: servicesKey(k), gotoChain: c.name})
+		endpoints = append(endpoints, endpointElems(vs)...)
 	}
-	bt.elems(false, setServices, elems)
+	bt.elems(false, setServices, services)
+	bt.elems(false, setEndpoints, endpoints)
 	hairpin := hairpinCounts(p)
 	bt.elems(false, setHairpin, hairpinElems(slices.Collect(maps.Keys(hairpin))))
 	gen, err := b.sock.commit(bt)
@@ -273,31 +287,27 @@ func (b *Backend) rewrite(p proxy.Programmed) error {
 		b.synced = false
 		return fmt.Errorf("nft: rewrite table %s with %d virtual services: %w", b.cfg.Table, len(p), err)
 	}
-	b.record, b.hairpin, b.synced, b.gen, b.committed, b.lastBatch = p, hairpin, true, gen, gen, bt.len()
+	b.record, b.hairpin, b.chains, b.synced = p, hairpin, chains, true
+	b.gen, b.committed, b.lastBatch = gen, gen, bt.len()
 	return nil
 }
 
-// addService adds a virtual service's chain and rules to bt.
-func (b *Backend) addService(bt *batch, vs proxy.VirtualService) error {
-	chain := chainName(vs.Key)
-	bt.addChain(chain, nil)
-	for _, r := range serviceRules(b.cfg, vs) {
-		if err := bt.addRule(chain, r); err != nil {
-			return err
-		}
-	}
-	return nil
+// counts are changes to the backend's reference counts (hairpin set elements, chains).
+type counts struct {
+	hairpin map[netip.Addr]int
+	chains  map[string]int
 }
 
 // incremental is the transaction that takes the table from b.record to next (the new form of the virtual services
-// changes name; absent: deleted), touching only those: new ones get their chain and map element, removed ones
-// lose them, changed ones have their chain's rules rewritten when they differ (a drained destination's deletion
-// changes nothing in the kernel). It returns the change to the hairpin counts too.
-func (b *Backend) incremental(next proxy.Programmed, changes []proxy.Change) (*batch, map[netip.Addr]int, error) {
+// changes name; absent: deleted), touching only those: a chain that gains its first service is added, one that
+// loses its last deleted, an own chain whose rules change rewritten, and the map elements that differ replaced (a
+// drained destination's deletion changes nothing in the kernel). It returns the change to the counts too.
+func (b *Backend) incremental(next proxy.Programmed, changes []proxy.Change) (*batch, counts, error) {
 	bt := newBatch(b.cfg.Table, 4096)
-	delta := map[netip.Addr]int{}
-	var addElems, delElems []elem
-	var delChains []string
+	delta := counts{hairpin: map[netip.Addr]int{}, chains: map[string]int{}}
+	var addServices, delServices, addEndpoints, delEndpoints []elem
+	added := map[string]chainDef{}
+	var rewritten []chainDef
 	seen := map[proxy.Key]bool{}
 	for _, c := range changes {
 		k := c.Service.Key
@@ -308,46 +318,102 @@ func (b *Backend) incremental(next proxy.Programmed, changes []proxy.Change) (*b
 		old, had := b.record[k]
 		now, has := next[k]
 		for _, d := range old.Destinations {
-			delta[d.Addr()]--
+			delta.hairpin[d.Addr()]--
 		}
 		for _, d := range now.Destinations {
-			delta[d.Addr()]++
+			delta.hairpin[d.Addr()]++
+		}
+		var oldChain, newChain chainDef
+		var oldEndpoints, newEndpoints []elem
+		if had {
+			oldChain, oldEndpoints = serviceChain(b.cfg, old.VirtualService), endpointElems(old.VirtualService)
+		}
+		if has {
+			newChain, newEndpoints = serviceChain(b.cfg, now.VirtualService), endpointElems(now.VirtualService)
 		}
 		switch {
-		case !had:
-			if err := b.addService(bt, now.VirtualService); err != nil {
-				return nil, nil, err
+		case oldChain.name == newChain.name:
+			if !slices.Equal(comments(oldChain.rules), comments(newChain.rules)) {
+				rewritten = append(rewritten, newChain) // an own chain
 			}
-			addElems = append(addElems, elem{key: servicesKey(k), gotoChain: chainName(k)})
-		case !has:
-			delElems = append(delElems, elem{key: servicesKey(k)})
-			delChains = append(delChains, chainName(k))
 		default:
-			rules := serviceRules(b.cfg, now.VirtualService)
-			if slices.Equal(comments(serviceRules(b.cfg, old.VirtualService)), comments(rules)) {
-				continue
+			if had {
+				delta.chains[oldChain.name]--
+				delServices = append(delServices, elem{key: servicesKey(k)})
 			}
-			bt.flushChain(chainName(k))
-			for _, r := range rules {
-				if err := bt.addRule(chainName(k), r); err != nil {
-					return nil, nil, err
-				}
+			if has {
+				delta.chains[newChain.name]++
+				added[newChain.name] = newChain
+				addServices = append(addServices, elem{key: servicesKey(k), gotoChain: newChain.name})
+			}
+		}
+		del, add := elemChanges(oldEndpoints, newEndpoints)
+		delEndpoints, addEndpoints = append(delEndpoints, del...), append(addEndpoints, add...)
+	}
+	var delChains []string
+	for _, name := range slices.Sorted(maps.Keys(delta.chains)) {
+		switch before, after := b.chains[name], b.chains[name]+delta.chains[name]; {
+		case after < 0:
+			return nil, counts{}, fmt.Errorf("nft: reference count of chain %s went negative (a bug)", name)
+		case before == 0 && after > 0:
+			if err := bt.addChainRules(added[name]); err != nil {
+				return nil, counts{}, err
+			}
+		case before > 0 && after == 0:
+			delChains = append(delChains, name)
+		}
+	}
+	for _, c := range rewritten {
+		bt.flushChain(c.name)
+		for _, r := range c.rules {
+			if err := bt.addRule(c.name, r); err != nil {
+				return nil, counts{}, err
 			}
 		}
 	}
-	addHairpin, delHairpin, err := b.hairpinChanges(delta)
+	addHairpin, delHairpin, err := b.hairpinChanges(delta.hairpin)
 	if err != nil {
-		return nil, nil, err
+		return nil, counts{}, err
 	}
-	bt.elems(false, setServices, addElems)
-	bt.elems(false, setHairpin, hairpinElems(addHairpin))
-	bt.elems(true, setServices, delElems)
+	// Deletions first: a replaced element is deleted and added again.
+	bt.elems(true, setServices, delServices)
+	bt.elems(true, setEndpoints, delEndpoints)
 	bt.elems(true, setHairpin, hairpinElems(delHairpin))
+	bt.elems(false, setServices, addServices)
+	bt.elems(false, setEndpoints, addEndpoints)
+	bt.elems(false, setHairpin, hairpinElems(addHairpin))
 	for _, chain := range delChains {
 		bt.flushChain(chain) // older kernels refuse to delete a chain that has rules
 		bt.delChain(chain)
 	}
 	return bt, delta, nil
+}
+
+// elemChanges are the elements of old to delete and of new to add to go from old to new (a key whose value
+// changes is in both).
+func elemChanges(old, new []elem) (del, add []elem) {
+	was := make(map[string][]byte, len(old))
+	for _, e := range old {
+		was[string(e.key)] = e.data
+	}
+	for _, e := range new {
+		data, ok := was[string(e.key)]
+		if ok && bytes.Equal(data, e.data) {
+			delete(was, string(e.key))
+			continue
+		}
+		if ok {
+			del = append(del, elem{key: e.key})
+			delete(was, string(e.key))
+		}
+		add = append(add, e)
+	}
+	for _, e := range old {
+		if _, ok := was[string(e.key)]; ok {
+			del = append(del, elem{key: e.key})
+		}
+	}
+	return del, add
 }
 
 // hairpinChanges are the addresses that enter and leave the hairpin set when the counts change by delta (whose
@@ -378,11 +444,14 @@ func hairpinElems(addrs []netip.Addr) []elem {
 	return out
 }
 
-// batchSize estimates the bytes of a transaction writing p: about 300 per rule.
+// batchSize estimates the bytes of a transaction writing p: about 100 per map element, 300 per rule of an own
+// chain.
 func batchSize(p proxy.Programmed) int {
-	n := 4096
+	n := 1 << 16
 	for _, ps := range p {
-		n += 300 * (2 + 2*len(ps.Destinations))
+		if n += 100 * (1 + len(ps.Destinations)); ps.Affinity > 0 {
+			n += 300 * (1 + 2*len(ps.Destinations))
+		}
 	}
 	return n
 }

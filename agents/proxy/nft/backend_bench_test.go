@@ -120,3 +120,38 @@ func changeOneEndpoint(desired proxy.State, k proxy.Key, i int) {
 	slices.SortFunc(vs.Destinations, netip.AddrPort.Compare) // as the model has them
 	desired[k] = vs
 }
+
+// BenchmarkEndpointAdded: with n services of 10 endpoints programmed, a Sync in which one service gains an
+// endpoint and another loses one (their map elements move to other chains: the kernel validates the table).
+func BenchmarkEndpointAdded(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		for _, shards := range []int{1, DefaultShards} {
+			b.Run(fmt.Sprintf("services=%d/tables=%d", n, shards), func(b *testing.B) {
+				node := newNS(b, b.TempDir(), "node")
+				var s syncer = newBackend(b, node, Config{PodCIDR: podCIDR})
+				if shards > 1 {
+					s = newSharded(b, node, shards)
+				}
+				desired := manyServices(n, 10)
+				if err := s.Sync(b.Context(), desired); err != nil {
+					b.Fatal(err)
+				}
+				keys := slices.SortedFunc(maps.Keys(desired), proxy.Key.Compare)
+				i := 0
+				for b.Loop() {
+					grow, shrink := keys[i%n], keys[(i+n/2)%n]
+					vs := desired[grow]
+					vs.Destinations = append(slices.Clone(vs.Destinations), netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 245, byte(i >> 8), byte(i)}), 8080))
+					desired[grow] = vs
+					vs = desired[shrink]
+					vs.Destinations = slices.Clone(vs.Destinations[1:])
+					desired[shrink] = vs
+					i++
+					if err := s.Sync(b.Context(), desired); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -180,6 +181,28 @@ func TestServices(t *testing.T) {
 		})
 	}
 
+	// An operator's `nft list ruleset` prints the table (nft aborts on concatenations it cannot type, such as an
+	// integer or a two-register immediate): the maps' elements as endpoints, the shared chains, the affinity set.
+	t.Run("nft lists it", func(t *testing.T) {
+		out, err := exec.Command("nsenter", "--net="+c.node, "nft", "list", "ruleset").CombinedOutput()
+		if err != nil {
+			t.Fatalf("nft list ruleset: %v\n%s", err, out)
+		}
+		for _, want := range []string{
+			"10.96.0.10 . tcp . 80 : goto endpoints-2-masquerade-outside",
+			"10.96.0.14 . udp . 53 : goto no-endpoints-unreachable",
+			"10.96.0.10 . tcp . 80 . 0x00000001 : 10.244.0.3 . 8080",
+			"dnat ip to ip daddr . meta l4proto . th dport . numgen random mod 2 map @endpoints",
+			"type mark . ipv4_addr . ipv4_addr . inet_service", // the affinity set, with the clients' entries
+			"10.244.1.2 . 10.244.0.",
+			"dnat to 10.244.0.3:8080 comment \"default/sticky:http: 1 in 1 to 10.244.0.3:8080, affinity 1h0m0s\"",
+		} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("nft list ruleset has no %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("idempotent", func(t *testing.T) {
 		before, gen := c.b.lastBatch, c.b.gen
 		if err := c.b.Sync(t.Context(), desired); err != nil {
@@ -279,9 +302,9 @@ func TestDeleteService(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := expectedImage(c.b.cfg, nil)
-	if diff := got.difference(want); diff != "" || len(got.services) != 0 || len(got.hairpin) != 0 {
-		t.Fatalf("after deleting every Service: %s (%d chains, %d map elements, %d hairpin elements)", diff,
-			len(got.chains), len(got.services), len(got.hairpin))
+	if diff := got.difference(want); diff != "" || len(got.services) != 0 || len(got.endpoints) != 0 || len(got.hairpin) != 0 {
+		t.Fatalf("after deleting every Service: %s (%d chains, %d map elements, %d endpoints, %d hairpin elements)", diff,
+			len(got.chains), len(got.services), len(got.endpoints), len(got.hairpin))
 	}
 	for _, k := range []proxy.Key{web.Key, sticky.Key} {
 		if _, err := ask(c.pods["d"], "tcp", addrPort(k), nil); !refused(err) {

@@ -143,6 +143,17 @@ func (b *batch) addRule(chain string, r rule) error {
 	return nil
 }
 
+// addChainRules adds a chain and its rules.
+func (b *batch) addChainRules(c chainDef) error {
+	b.addChain(c.name, c.hook)
+	for _, r := range c.rules {
+		if err := b.addRule(c.name, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // setDef is a named set or map of the table.
 type setDef struct {
 	name     string
@@ -151,6 +162,8 @@ type setDef struct {
 	keyType  uint32 // nft's datatype magic, for `nft list`
 	keyLen   uint32
 	verdicts bool   // a map to verdicts
+	dataType uint32 // a map to values: their datatype magic
+	dataLen  uint32 // and length
 	size     uint32 // the most elements (dynamic sets)
 	userdata []byte // nft's key byte order, for `nft list`
 }
@@ -166,6 +179,9 @@ func (b *batch) addSet(s setDef) {
 	if s.verdicts {
 		b.u32(unix.NFTA_SET_DATA_TYPE, unix.NFT_DATA_VERDICT)
 		b.u32(unix.NFTA_SET_DATA_LEN, 0)
+	} else if s.dataLen > 0 {
+		b.u32(unix.NFTA_SET_DATA_TYPE, s.dataType)
+		b.u32(unix.NFTA_SET_DATA_LEN, s.dataLen)
 	}
 	if s.size > 0 {
 		off := b.open(unix.NFTA_SET_DESC)
@@ -178,10 +194,11 @@ func (b *batch) addSet(s setDef) {
 	b.end()
 }
 
-// elem is an element of a set: a key, and for a verdict map the chain it goes to.
+// elem is an element of a set: a key, and for a map the chain it goes to or its value.
 type elem struct {
 	key       []byte
 	gotoChain string
+	data      []byte
 }
 
 // maxElemList keeps an element list under the 64 KiB an attribute can hold.
@@ -212,6 +229,10 @@ func (b *batch) elems(del bool, set setDef, es []elem) {
 				b.u32(unix.NFTA_VERDICT_CODE, nftGoto)
 				b.str(unix.NFTA_VERDICT_CHAIN, e.gotoChain)
 				b.close(verdict)
+				b.close(data)
+			} else if e.data != nil && !del {
+				data := b.open(unix.NFTA_SET_ELEM_DATA)
+				b.bytes(unix.NFTA_DATA_VALUE, e.data)
 				b.close(data)
 			}
 			b.close(item)

@@ -55,40 +55,45 @@ func ruleHandles(t *testing.T, b *Backend) map[string][]uint64 {
 	return out
 }
 
-// TestIncremental: a change touches only the chains of the virtual services it changes, in a few messages, with
-// 100 other services programmed.
+// TestIncremental: a change touches only the chains and elements of the virtual services it changes, in a few
+// messages, with 100 other services programmed.
 func TestIncremental(t *testing.T) {
 	b := newBackend(t, newNS(t, t.TempDir(), "node"), Config{PodCIDR: podCIDR})
 	base := manyServices(100, 3)
-	k := manyServices(43, 0)[proxy.Key{Addr: netip.MustParseAddr("10.96.0.42"), Protocol: corev1.ProtocolTCP, Port: 80}].Key
+	k := proxy.Key{Addr: netip.MustParseAddr("10.96.0.42"), Protocol: corev1.ProtocolTCP, Port: 80}
 	newKey := key("10.96.1.200", corev1.ProtocolTCP, 443)
 	fresh := netip.MustParseAddrPort("10.245.0.1:8080")
 	for _, tc := range []struct {
 		name    string
 		edit    func(proxy.State)
-		touched []proxy.Key // chains rewritten, added or deleted
-		maxMsgs int         // messages of the transaction
+		touched []string // chains rewritten, added or deleted
+		maxMsgs int      // messages of the transaction
 	}{
 		{"one endpoint replaced", func(st proxy.State) {
 			vs := st[k]
 			vs.Destinations[2] = fresh
 			st[k] = vs
-		}, []proxy.Key{k}, 8}, // table (no-op), flush, 4 rules (masquerade, 3 endpoints), hairpin element added and deleted
+		}, nil, 5}, // table (no-op), endpoints element deleted and added, hairpin element deleted and added
 		{"an endpoint added", func(st proxy.State) {
 			vs := st[k]
 			vs.Destinations = append(vs.Destinations, fresh)
 			st[k] = vs
-		}, []proxy.Key{k}, 8}, // table, flush, 5 rules, hairpin element
+		}, []string{"endpoints-4-masquerade-outside"}, 8}, // table, chain, 2 rules, map element deleted and added, endpoints element, hairpin
 		{"a service added", func(st proxy.State) {
 			st[newKey] = proxy.VirtualService{Key: newKey, Kind: proxy.ClusterIP, Service: "default/new:https",
 				Destinations: []netip.AddrPort{fresh}}
-		}, []proxy.Key{newKey}, 6}, // table, chain, 2 rules, map element, hairpin element
-		{"a service deleted", func(st proxy.State) { delete(st, k) }, []proxy.Key{k}, 5}, // table, map element, flush, chain, hairpin
+		}, []string{"endpoints-1-masquerade-outside"}, 7}, // table, chain, 2 rules, map, endpoints and hairpin elements
+		{"a service deleted", func(st proxy.State) { delete(st, k) }, nil, 4}, // table, map, endpoints and hairpin elements
 		{"affinity turned on", func(st proxy.State) {
 			vs := st[k]
 			vs.Affinity = time.Minute
 			st[k] = vs
-		}, []proxy.Key{k}, 9}, // table, flush, masquerade, 3 affinity and 3 endpoint rules
+		}, []string{chainName(k)}, 12}, // table, chain, masquerade, 3 affinity and 3 endpoint rules, map element deleted and added, endpoints elements
+		{"the last service of a chain deleted", func(st proxy.State) {
+			for k := range st {
+				delete(st, k)
+			}
+		}, []string{"endpoints-3-masquerade-outside"}, 7}, // table, map, endpoints and hairpin elements, flush and delete chain
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 2 { // back to base; the second forgets drained destinations
@@ -107,13 +112,9 @@ func TestIncremental(t *testing.T) {
 				t.Error("the sync read the table back, with no one else changing it")
 			}
 			after := ruleHandles(t, b)
-			touched := map[string]bool{}
-			for _, k := range tc.touched {
-				touched[chainName(k)] = true
-			}
 			for _, chain := range slices.Sorted(maps.Keys(mergeKeys(before, after))) {
-				if changed := !slices.Equal(before[chain], after[chain]); changed != touched[chain] {
-					t.Errorf("chain %s: rules changed %v, want %v", chain, changed, touched[chain])
+				if changed := !slices.Equal(before[chain], after[chain]); changed != slices.Contains(tc.touched, chain) {
+					t.Errorf("chain %s: rules changed %v, want %v", chain, changed, !changed)
 				}
 			}
 			if b.lastBatch > tc.maxMsgs {
@@ -165,6 +166,17 @@ func sabotages(other *nftables.Conn, table *nftables.Table, chain *nftables.Chai
 			}
 			return other.Flush()
 		}},
+		{"an endpoint changed", func() error {
+			set := &nftables.Set{Table: table, Name: setEndpoints.name, IsMap: true}
+			if err := other.SetDeleteElements(set, []nftables.SetElement{{Key: endpointsKey(web.Key, 0)}}); err != nil {
+				return err
+			}
+			elem := nftables.SetElement{Key: endpointsKey(web.Key, 0), Val: target(netip.MustParseAddrPort("10.244.9.9:80"))}
+			if err := other.SetAddElements(set, []nftables.SetElement{elem}); err != nil {
+				return err
+			}
+			return other.Flush()
+		}},
 		{"the table deleted", flush(func() { other.DelTable(table) })},
 	}
 }
@@ -210,7 +222,7 @@ func TestDrift(t *testing.T) {
 		{"Resync", func(t *testing.T) error { return c.b.Resync(t.Context()) }},
 		{"Sync", func(t *testing.T) error { return c.b.Sync(t.Context(), desired) }},
 	}
-	for _, s := range sabotages(other, table, &nftables.Chain{Name: chainName(web.Key), Table: table}) {
+	for _, s := range sabotages(other, table, &nftables.Chain{Name: serviceChain(c.b.cfg, web).name, Table: table}) {
 		for _, f := range fixes {
 			t.Run(s.name+", then "+f.name, func(t *testing.T) {
 				if err := s.do(); err != nil {
@@ -242,12 +254,11 @@ func TestRefusedSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, table := otherConn(t, c.node)
-	// web's chain goes behind the backend's back, unnoticed: the backend's generation is moved on.
+	// web's map element goes behind the backend's back, unnoticed: the backend's generation is moved on.
 	set := &nftables.Set{Table: table, Name: setServices.name}
 	if err := other.SetDeleteElements(set, []nftables.SetElement{{Key: servicesKey(web.Key)}}); err != nil {
 		t.Fatal(err)
 	}
-	other.DelChain(&nftables.Chain{Name: chainName(web.Key), Table: table})
 	if err := other.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,14 @@ const affinitySize = 1 << 20
 var (
 	servicesKeyType = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
 	hairpinKeyType  = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeIPAddr)
-	affinityKeyType = nftables.MustConcatSetType(nftables.TypeInteger, nftables.TypeIPAddr, nftables.TypeIPAddr, nftables.TypeInetService)
-	bigEndianKeys   = userdata.AppendUint32(nil, userdata.NFTNL_UDATA_SET_KEYBYTEORDER, 2)
+	// The service ID and the slot are typed "mark", not "integer": nft cannot print the elements of a concatenation
+	// with an integer (no fixed length).
+	affinityKeyType  = nftables.MustConcatSetType(nftables.TypeMark, nftables.TypeIPAddr, nftables.TypeIPAddr, nftables.TypeInetService)
+	endpointsKeyType = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService,
+		nftables.TypeMark)
+	targetType    = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetService)
+	bigEndianKeys = userdata.AppendUint32(nil, userdata.NFTNL_UDATA_SET_KEYBYTEORDER, 2)
+	bigEndianMap  = userdata.AppendUint32(bigEndianKeys, userdata.NFTNL_UDATA_SET_DATABYTEORDER, 2)
 
 	// setServices maps (destination address, protocol, port) to the virtual service's chain.
 	setServices = setDef{name: "virtual-services", id: 1, flags: unix.NFT_SET_MAP, keyType: servicesKeyType.GetNFTMagic(),
@@ -42,7 +48,14 @@ var (
 	// and refreshes entries with the virtual service's timeout.
 	setAffinity = setDef{name: "affinity", id: 3, flags: unix.NFT_SET_TIMEOUT | unix.NFT_SET_EVAL,
 		keyType: affinityKeyType.GetNFTMagic(), keyLen: affinityKeyType.Bytes, size: affinitySize, userdata: bigEndianKeys}
+	// setEndpoints maps (virtual service address, protocol, port, slot) to the slot's endpoint (address, port): the
+	// shared endpoints-n chains pick slot `numgen random mod n` of the packet's virtual service.
+	setEndpoints = setDef{name: "endpoints", id: 4, flags: unix.NFT_SET_MAP, keyType: endpointsKeyType.GetNFTMagic(),
+		keyLen: endpointsKeyType.Bytes, dataType: targetType.GetNFTMagic(), dataLen: targetType.Bytes, userdata: bigEndianMap}
 )
+
+// sets are the table's named sets, in the order they are created.
+var sets = []setDef{setServices, setHairpin, setAffinity, setEndpoints}
 
 // The 32-bit registers rules use.
 const (
@@ -50,6 +63,7 @@ const (
 	reg1
 	reg2
 	reg3
+	reg4
 )
 
 // The IPv4 header offsets of the source and destination addresses; the transport header's of the port.
@@ -119,34 +133,88 @@ func skeleton(cfg Config) []chainDef {
 	}
 }
 
-// chainName is a virtual service's chain.
+// chainName is the own chain of a virtual service with ClientIP affinity.
 func chainName(k proxy.Key) string { return "svc-" + k.String() }
 
-// serviceRules are the rules of a virtual service's chain, for its active destinations:
+// serviceChain is the chain a virtual service's element of the virtual-services map goes to, with its rules, for
+// its active destinations:
+//
+//   - no destinations: a chain shared by every such service of the protocol, rejecting (TCP reset, else ICMP port
+//     unreachable);
+//   - ClientIP affinity: the service's own chain (affinityRules);
+//   - otherwise a chain shared by every service with as many destinations and the same masquerade: it marks the
+//     connection for masquerade when the service needs it, then picks slot `numgen random mod n` of the service
+//     in the endpoints map and DNATs to that endpoint (uniform). The service's endpoints are elements of that map,
+//     so an endpoint change changes elements, not rules, and a full sync is a few rules and one element per
+//     endpoint (doc.go, "Why this layout").
+func serviceChain(cfg Config, vs proxy.VirtualService) chainDef {
+	n := len(vs.Destinations)
+	switch {
+	case n == 0 && vs.Protocol == corev1.ProtocolTCP:
+		return chainDef{name: "no-endpoints-reset", rules: []rule{
+			newRule("no endpoints: reset", &expr.Reject{Type: unix.NFT_REJECT_TCP_RST})}}
+	case n == 0:
+		return chainDef{name: "no-endpoints-unreachable", rules: []rule{
+			newRule("no endpoints: port unreachable", &expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3})}}
+	case vs.Affinity > 0:
+		return chainDef{name: chainName(vs.Key), rules: affinityRules(cfg, vs)}
+	}
+	name := fmt.Sprintf("endpoints-%d", n)
+	var rules []rule
+	switch m := masquerade(cfg, vs); m {
+	case masqueradeOutside:
+		name += "-masquerade-outside"
+		rules = append(rules, outsideRule(cfg, fmt.Sprintf("masquerade clients outside %v", cfg.PodCIDR.Masked())))
+	case masqueradeAll:
+		name += "-masquerade"
+		rules = append(rules, newRule("masquerade", markExprs(cfg.MasqueradeMark)...))
+	}
+	return chainDef{name: name, rules: append(rules, newRule(fmt.Sprintf("1 of %d endpoints at random, from the endpoints map", n),
+		&expr.Payload{DestRegister: reg0, Base: expr.PayloadBaseNetworkHeader, Offset: offDaddr, Len: 4},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+		&expr.Payload{DestRegister: reg2, Base: expr.PayloadBaseTransportHeader, Offset: offDport, Len: 2},
+		&expr.Numgen{Register: reg3, Modulus: uint32(n), Type: unix.NFT_NG_RANDOM},
+		&expr.Lookup{SourceRegister: reg0, DestRegister: reg4, IsDestRegSet: true, SetName: setEndpoints.name, SetID: setEndpoints.id},
+		dnat(reg4),
+	))}
+}
+
+// endpointElems are a virtual service's elements of the endpoints map: slot i → its i-th active destination (none
+// for a service with its own chain or without destinations).
+func endpointElems(vs proxy.VirtualService) []elem {
+	if vs.Affinity > 0 {
+		return nil
+	}
+	out := make([]elem, len(vs.Destinations))
+	for i, d := range vs.Destinations {
+		out[i] = elem{key: endpointsKey(vs.Key, i), data: target(d)}
+	}
+	return out
+}
+
+// affinityRules are the own chain of a virtual service with ClientIP affinity and destinations:
 //
 //   - mark for masquerade: cluster IPs from outside the pod CIDR; node ports and external IPs unless KeepSource;
-//   - no destinations: reject (TCP reset, else ICMP port unreachable);
-//   - affinity: a client with an entry (service, client, endpoint) in the affinity set goes to that endpoint;
-//   - otherwise one endpoint at random: rule i of n matches with probability 1/(n-i), the last always (uniform).
-func serviceRules(cfg Config, vs proxy.VirtualService) []rule {
+//   - a client with an entry (service, client, endpoint) in the affinity set goes to that endpoint;
+//   - otherwise one endpoint at random: rule i of n matches with probability 1/(n-i), the last always (uniform),
+//     and adds the entry.
+func affinityRules(cfg Config, vs proxy.VirtualService) []rule {
 	var rules []rule
-	if r, ok := masqueradeRule(cfg, vs); ok {
-		rules = append(rules, r)
-	}
-	n := len(vs.Destinations)
-	if n == 0 {
-		return append(rules, rejectRule(vs))
+	switch masquerade(cfg, vs) {
+	case masqueradeOutside:
+		rules = append(rules, outsideRule(cfg, fmt.Sprintf("%s: masquerade clients outside %v", vs.Service, cfg.PodCIDR.Masked())))
+	case masqueradeAll:
+		rules = append(rules, newRule(fmt.Sprintf("%s: masquerade (%s)", vs.Service, vs.Kind), markExprs(cfg.MasqueradeMark)...))
 	}
 	id := serviceID(vs.Key)
-	if vs.Affinity > 0 {
-		for _, d := range vs.Destinations {
-			rules = append(rules, newRule(fmt.Sprintf("%s: affinity %v to %v", vs.Service, vs.Affinity, d),
-				append(affinityKey(id, d),
-					&expr.Lookup{SourceRegister: reg0, SetName: setAffinity.name, SetID: setAffinity.id},
-					affinityUpdate(vs),
-					dnat(reg2))...))
-		}
+	for _, d := range vs.Destinations {
+		rules = append(rules, newRule(fmt.Sprintf("%s: affinity %v to %v", vs.Service, vs.Affinity, d),
+			append(affinityKey(id, d),
+				&expr.Lookup{SourceRegister: reg0, SetName: setAffinity.name, SetID: setAffinity.id},
+				affinityUpdate(vs),
+				dnat(reg2))...))
 	}
+	n := len(vs.Destinations)
 	for i, d := range vs.Destinations {
 		var exprs []expr.Any
 		if i < n-1 {
@@ -155,41 +223,42 @@ func serviceRules(cfg Config, vs proxy.VirtualService) []rule {
 				&expr.Cmp{Op: expr.CmpOpEq, Register: reg0, Data: native(0)},
 			}
 		}
-		comment := fmt.Sprintf("%s: 1 in %d to %v", vs.Service, n-i, d)
-		if vs.Affinity > 0 {
-			exprs = append(append(exprs, affinityKey(id, d)...), affinityUpdate(vs), dnat(reg2))
-			comment += fmt.Sprintf(", affinity %v", vs.Affinity)
-		} else {
-			exprs = append(exprs, &expr.Immediate{Register: reg0, Data: target(d)}, dnat(reg0))
-		}
-		rules = append(rules, newRule(comment, exprs...))
+		exprs = append(append(exprs, affinityKey(id, d)...), affinityUpdate(vs), dnat(reg2))
+		rules = append(rules, newRule(fmt.Sprintf("%s: 1 in %d to %v, affinity %v", vs.Service, n-i, d, vs.Affinity), exprs...))
 	}
 	return rules
 }
 
-func masqueradeRule(cfg Config, vs proxy.VirtualService) (rule, bool) {
+// masqueradeKind is which connections of a virtual service are masqueraded.
+type masqueradeKind int
+
+const (
+	masqueradeNone    masqueradeKind = iota
+	masqueradeOutside                // clients outside Config.PodCIDR (cluster IPs)
+	masqueradeAll                    // node ports and external IPs
+)
+
+func masquerade(cfg Config, vs proxy.VirtualService) masqueradeKind {
 	switch {
 	case vs.KeepSource:
-		return rule{}, false
+		return masqueradeNone
 	case vs.Kind == proxy.ClusterIP && cfg.PodCIDR.IsValid():
-		p := cfg.PodCIDR.Masked()
-		return newRule(fmt.Sprintf("%s: masquerade clients outside %v", vs.Service, p), append([]expr.Any{
-			&expr.Payload{DestRegister: reg0, Base: expr.PayloadBaseNetworkHeader, Offset: offSaddr, Len: 4},
-			&expr.Bitwise{SourceRegister: reg0, DestRegister: reg0, Len: 4, Mask: prefixMask(p.Bits()), Xor: native(0)},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg0, Data: p.Addr().AsSlice()},
-		}, markExprs(cfg.MasqueradeMark)...)...), true
+		return masqueradeOutside
 	case vs.Kind == proxy.ClusterIP:
-		return rule{}, false
+		return masqueradeNone
 	default:
-		return newRule(fmt.Sprintf("%s: masquerade (%s)", vs.Service, vs.Kind), markExprs(cfg.MasqueradeMark)...), true
+		return masqueradeAll
 	}
 }
 
-func rejectRule(vs proxy.VirtualService) rule {
-	if vs.Protocol == corev1.ProtocolTCP {
-		return newRule(vs.Service+": no endpoints, reset", &expr.Reject{Type: unix.NFT_REJECT_TCP_RST})
-	}
-	return newRule(vs.Service+": no endpoints, port unreachable", &expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3})
+// outsideRule marks connections from clients outside the pod CIDR for masquerade.
+func outsideRule(cfg Config, comment string) rule {
+	p := cfg.PodCIDR.Masked()
+	return newRule(comment, append([]expr.Any{
+		&expr.Payload{DestRegister: reg0, Base: expr.PayloadBaseNetworkHeader, Offset: offSaddr, Len: 4},
+		&expr.Bitwise{SourceRegister: reg0, DestRegister: reg0, Len: 4, Mask: prefixMask(p.Bits()), Xor: native(0)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg0, Data: p.Addr().AsSlice()},
+	}, markExprs(cfg.MasqueradeMark)...)...)
 }
 
 // markExprs: meta mark set meta mark | bit.
@@ -207,7 +276,9 @@ func affinityKey(id uint32, d netip.AddrPort) []expr.Any {
 	return []expr.Any{
 		&expr.Immediate{Register: reg0, Data: binary.BigEndian.AppendUint32(nil, id)},
 		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offSaddr, Len: 4},
-		&expr.Immediate{Register: reg2, Data: target(d)},
+		// Address and port one register each: nft cannot print a concatenation loaded by one immediate.
+		&expr.Immediate{Register: reg2, Data: target(d)[:4]},
+		&expr.Immediate{Register: reg3, Data: target(d)[4:6]},
 	}
 }
 
@@ -241,6 +312,12 @@ func serviceID(k proxy.Key) uint32 {
 func servicesKey(k proxy.Key) []byte {
 	a := k.Addr.As4()
 	return append(a[:], protoNumber(k.Protocol), 0, 0, 0, byte(k.Port>>8), byte(k.Port), 0, 0)
+}
+
+// endpointsKey is slot i of a virtual service in the endpoints map: its servicesKey and i (host byte order, as
+// numgen makes it).
+func endpointsKey(k proxy.Key, i int) []byte {
+	return binary.NativeEndian.AppendUint32(servicesKey(k), uint32(i))
 }
 
 func hairpinKey(a netip.Addr) []byte {

@@ -15,25 +15,38 @@ import (
 )
 
 // image is what the table holds, as far as the backend checks it: every chain's rules (by comment, in order), the
-// elements of the virtual-services map (key → chain) and of the hairpin set, and which named sets exist. A rule
-// deleted, added or replaced by hand, a chain or an element gone, or a missing table all show.
+// elements of the virtual-services map (key → chain), of the endpoints map (key → endpoint) and of the hairpin
+// set, and which named sets exist. A rule deleted, added or replaced by hand, a chain or an element gone or
+// changed, or a missing table all show.
 type image struct {
-	chains   map[string][]string
-	services map[string]string
-	hairpin  map[string]bool
-	sets     map[string]bool
+	chains    map[string][]string
+	services  map[string]string
+	endpoints map[string]string
+	hairpin   map[string]bool
+	sets      map[string]bool
+}
+
+func newImage() image {
+	return image{chains: map[string][]string{}, services: map[string]string{}, endpoints: map[string]string{},
+		hairpin: map[string]bool{}, sets: map[string]bool{}}
 }
 
 // expectedImage is the image of the table holding p.
 func expectedImage(cfg Config, p proxy.Programmed) image {
-	img := image{chains: map[string][]string{}, services: map[string]string{}, hairpin: map[string]bool{},
-		sets: map[string]bool{setServices.name: true, setHairpin.name: true, setAffinity.name: true}}
+	img := newImage()
+	for _, s := range sets {
+		img.sets[s.name] = true
+	}
 	for _, c := range skeleton(cfg) {
 		img.chains[c.name] = comments(c.rules)
 	}
 	for k, ps := range p {
-		img.chains[chainName(k)] = comments(serviceRules(cfg, ps.VirtualService))
-		img.services[string(servicesKey(k))] = chainName(k)
+		c := serviceChain(cfg, ps.VirtualService)
+		img.chains[c.name] = comments(c.rules)
+		img.services[string(servicesKey(k))] = c.name
+		for _, e := range endpointElems(ps.VirtualService) {
+			img.endpoints[string(e.key)] = string(e.data)
+		}
 		for _, d := range ps.Destinations {
 			img.hairpin[string(hairpinKey(d.Addr()))] = true
 		}
@@ -69,6 +82,9 @@ func (img image) difference(want image) string {
 	if !maps.Equal(img.services, want.services) {
 		return fmt.Sprintf("the %s map has %d elements (want %d) or some go elsewhere", setServices.name, len(img.services), len(want.services))
 	}
+	if !maps.Equal(img.endpoints, want.endpoints) {
+		return fmt.Sprintf("the %s map has %d elements (want %d) or some go elsewhere", setEndpoints.name, len(img.endpoints), len(want.endpoints))
+	}
 	if !maps.Equal(img.hairpin, want.hairpin) {
 		return fmt.Sprintf("the %s set has %d elements, want %d", setHairpin.name, len(img.hairpin), len(want.hairpin))
 	}
@@ -77,7 +93,7 @@ func (img image) difference(want image) string {
 
 // readImage reads the table's image back from the kernel: one dump of its rules, one of each set's elements.
 func (s *sock) readImage(table string) (image, error) {
-	img := image{chains: map[string][]string{}, services: map[string]string{}, hairpin: map[string]bool{}, sets: map[string]bool{}}
+	img := newImage()
 	rules, err := s.readRules(table)
 	if err != nil {
 		return img, err
@@ -85,11 +101,14 @@ func (s *sock) readImage(table string) (image, error) {
 	for _, r := range rules {
 		img.chains[r.chain] = append(img.chains[r.chain], r.comment)
 	}
-	for _, set := range []setDef{setServices, setHairpin} {
-		err := s.readElems(table, set.name, func(key []byte, chain string) {
-			if set.name == setServices.name {
+	for _, set := range []setDef{setServices, setEndpoints, setHairpin} {
+		err := s.readElems(table, set.name, func(key []byte, chain string, value []byte) {
+			switch set.name {
+			case setServices.name:
 				img.services[string(key)] = chain
-			} else {
+			case setEndpoints.name:
+				img.endpoints[string(key)] = string(value)
+			default:
 				img.hairpin[string(key)] = true
 			}
 		})
@@ -150,8 +169,9 @@ func (s *sock) readRules(table string) ([]ruleInfo, error) {
 	return out, nil
 }
 
-// readElems dumps a set's elements: the key and, for a verdict map, the chain of a goto or jump.
-func (s *sock) readElems(table, set string, fn func(key []byte, chain string)) error {
+// readElems dumps a set's elements: the key and, for a verdict map, the chain of a goto or jump, for a map of
+// values the value.
+func (s *sock) readElems(table, set string, fn func(key []byte, chain string, value []byte)) error {
 	req := attrs(nil).str(unix.NFTA_SET_ELEM_LIST_TABLE, table).str(unix.NFTA_SET_ELEM_LIST_SET, set)
 	err := s.dump(unix.NFT_MSG_GETSETELEM, family, req, func(a []byte) error {
 		return parseAttrs(a, func(typ uint16, v []byte) {
@@ -159,7 +179,7 @@ func (s *sock) readElems(table, set string, fn func(key []byte, chain string)) e
 				return
 			}
 			_ = parseAttrs(v, func(_ uint16, e []byte) {
-				var key []byte
+				var key, value []byte
 				var chain string
 				_ = parseAttrs(e, func(typ uint16, v []byte) {
 					switch typ {
@@ -170,10 +190,10 @@ func (s *sock) readElems(table, set string, fn func(key []byte, chain string)) e
 							}
 						})
 					case unix.NFTA_SET_ELEM_DATA:
-						chain = verdictChain(v)
+						chain, value = verdictChain(v), dataValue(v)
 					}
 				})
-				fn(key, chain)
+				fn(key, chain, value)
 			})
 		})
 	})
@@ -195,6 +215,16 @@ func verdictChain(data []byte) string {
 		}
 	})
 	return chain
+}
+
+func dataValue(data []byte) []byte {
+	var value []byte
+	_ = parseAttrs(data, func(typ uint16, v []byte) {
+		if typ == unix.NFTA_DATA_VALUE {
+			value = slices.Clone(v)
+		}
+	})
+	return value
 }
 
 // hairpinCounts counts, for each endpoint address of p's active destinations, the virtual services that have it.
