@@ -24,8 +24,8 @@ const MaxShards = 64
 
 // Sharded spreads the virtual services over several tables (Config.Table + "-0", "-1", ...), each a Backend with
 // its own hooks, by a hash of the virtual service's key. The kernel checks a whole table in every transaction that
-// adds a rule (~57 ms at 10,000 services of 10 endpoints in one table): a change then costs the check of its own
-// table only. A packet of a new connection passes every table's hooks (NAT chains see only a connection's first
+// adds a rule or a jump (when rules were one per endpoint: ~57 ms at 10,000 services of 10 endpoints in one table;
+// now a few ms): a change costs the check of its own table only, and a full sync builds the tables in parallel. A packet of a new connection passes every table's hooks (NAT chains see only a connection's first
 // packet); the first masquerade applies and clears the mark, so the tables' postrouting chains do not interfere.
 //
 // Each table changes in its own transaction, the tables in parallel (a full sync keeps both cores busy: the
