@@ -82,6 +82,20 @@ type ImagePuller interface {
 	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
 }
 
+// ImageService is the part of CRI's ImageService the kubelet's image manager uses with a runtime that runs
+// images (cri): whether an image is present, pulls, and garbage collection.
+type ImageService interface {
+	ImagePuller
+	// ImageStatus returns the image's status; a nil Image in the response means the runtime does not have it.
+	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
+	// ListImages lists the images matching filter (nil: all).
+	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
+	// RemoveImage removes an image; removing one the runtime does not have succeeds.
+	RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error
+	// ImageFsInfo returns the usage of the filesystems holding images.
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}
+
 // StatsProvider is the part of CRI's RuntimeService that reports running containers' resource usage, for the
 // kubelet's Summary API (/stats/summary). Runtimes that cannot measure usage do not implement it, and the
 // summary then has no usage for their containers.

@@ -1,0 +1,362 @@
+package containerdtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Namespace is the containerd namespace the CRI plugin keeps its images, sandboxes and containers in.
+const Namespace = "k8s.io"
+
+// snapshotter is the CRI plugin's snapshotter, which ImportImages also unpacks into. overlayfs works on this
+// project's machines (ext4 root, kernel overlay module); native (full copies) would only be needed on a
+// filesystem overlayfs cannot stack on, and is not used.
+const snapshotter = "overlayfs"
+
+// errNoCRI is the error of a containerd that runs without its CRI plugin.
+var errNoCRI = errors.New("containerd's CRI plugin did not load")
+
+// readyTimeout bounds Start's wait for the CRI plugin to answer and report RuntimeReady.
+const readyTimeout = 30 * time.Second
+
+// Options configures Start. The zero value runs containerd in the test process's network namespace with an
+// empty CNI configuration directory, which is enough for pods in the node's network (NamespaceMode_NODE).
+type Options struct {
+	// NetNS is the path of a network namespace (e.g. /run/netns/NAME) to run containerd in, entered with
+	// nsenter --net; "" runs it in the test process's. Host-network pods share it; pods with their own network
+	// are set up by CNI from in there. CRI's streaming server listens on 127.0.0.1 in it, so its loopback
+	// must be up for exec, attach and port-forward URLs to answer.
+	NetNS string
+	// CNIConfDir is the CRI plugin's CNI conf_dir; "" is a fresh empty directory under the test's temp dir,
+	// in which case NetworkReady stays false until the test writes a configuration there.
+	CNIConfDir string
+	// CNIBinDir is the CRI plugin's CNI bin_dir; "" is /usr/lib/cni (Debian's containernetworking-plugins).
+	CNIBinDir string
+	// PauseImage is the CRI plugin's sandbox_image; "" is PauseImage. Import it (Pause) before running pods.
+	PauseImage string
+}
+
+// Containerd is a containerd started by Start for one test, with its own root, state, sockets and log.
+// Its methods are safe for concurrent use; the test owns the paths until its cleanup removes them.
+type Containerd struct {
+	// Socket is the unix socket path of containerd's gRPC API; the CRI services are served there too.
+	Socket string
+	// Root and State are containerd's root (images, snapshots, metadata) and state (tasks, sockets, netns
+	// mounts, runc's state) directories, both private to this instance.
+	Root, State string
+	// Dir is the instance's directory under the test's temp dir: config.toml, containerd.log, root, state.
+	Dir string
+	// Config is the path of the containerd configuration Start wrote.
+	Config string
+	// Log is the path of containerd's combined stdout and stderr.
+	Log string
+	// CNIConfDir and CNIBinDir are the CRI plugin's CNI directories.
+	CNIConfDir, CNIBinDir string
+	// NetNS is the network namespace containerd runs in ("" for the test process's).
+	NetNS string
+
+	sockDir string // short-pathed directory holding the gRPC and ttrpc sockets, removed by cleanup
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once cmd has been waited for; waitErr is set before
+	waitErr error
+	conn    *grpc.ClientConn
+}
+
+// Start starts containerd with a configuration of its own (see the package documentation), waits until its CRI
+// plugin answers Version and reports RuntimeReady, and registers a cleanup that removes everything the
+// instance created on the machine. Start skips the test unless it runs as root and fails it when containerd,
+// runc or the shim are missing or containerd does not become ready within 30 s.
+func Start(t testing.TB, opts Options) *Containerd {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("containerdtest: needs root (containerd mounts snapshots; runc creates namespaces and cgroups)")
+	}
+	bins, err := lookBinaries(opts.NetNS != "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := configure(t.TempDir(), opts)
+	if c != nil {
+		hostDirs.acquire()
+		t.Cleanup(func() { c.cleanup(t) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.start(bins); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := c.waitReady(t.Context()); err != nil {
+		t.Fatalf("containerdtest: %v (log: %s)", err, c.Log)
+	}
+	t.Logf("containerdtest: containerd ready on %s in %s", c.Socket, time.Since(began).Round(time.Millisecond))
+	return c
+}
+
+// Runtime is a CRI RuntimeService client on the instance's socket.
+func (c *Containerd) Runtime() runtimeapi.RuntimeServiceClient {
+	return runtimeapi.NewRuntimeServiceClient(c.conn)
+}
+
+// Images is a CRI ImageService client on the instance's socket.
+func (c *Containerd) Images() runtimeapi.ImageServiceClient {
+	return runtimeapi.NewImageServiceClient(c.conn)
+}
+
+// binaries are the paths of the programs Start runs.
+type binaries struct{ containerd, nsenter string }
+
+// lookBinaries finds containerd, and checks for the programs containerd and ImportImages run themselves.
+func lookBinaries(netns bool) (binaries, error) {
+	names := []string{"containerd", "ctr", "runc", "containerd-shim-runc-v2"}
+	if netns {
+		names = append(names, "nsenter")
+	}
+	paths := map[string]string{}
+	for _, n := range names {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			return binaries{}, fmt.Errorf("containerdtest: %s not found (install Debian's containerd, runc and util-linux packages; scripts/ensure-tools.sh does): %w", n, err)
+		}
+		paths[n] = p
+	}
+	return binaries{containerd: paths["containerd"], nsenter: paths["nsenter"]}, nil
+}
+
+// configure lays out an instance under dir and writes its configuration. The sockets go to a directory of
+// their own under os.TempDir(): a unix socket path must fit in 108 bytes, which test temp dirs may not.
+func configure(dir string, opts Options) (*Containerd, error) {
+	sockDir, err := os.MkdirTemp("", "ctd")
+	if err != nil {
+		return nil, fmt.Errorf("containerdtest: socket dir: %w", err)
+	}
+	c := &Containerd{
+		Socket:     filepath.Join(sockDir, "containerd.sock"),
+		Root:       filepath.Join(dir, "root"),
+		State:      filepath.Join(dir, "state"),
+		Dir:        dir,
+		Config:     filepath.Join(dir, "config.toml"),
+		Log:        filepath.Join(dir, "containerd.log"),
+		CNIConfDir: opts.CNIConfDir,
+		CNIBinDir:  opts.CNIBinDir,
+		NetNS:      opts.NetNS,
+		sockDir:    sockDir,
+		exited:     make(chan struct{}),
+	}
+	if c.CNIConfDir == "" {
+		c.CNIConfDir = filepath.Join(dir, "cni")
+	}
+	if c.CNIBinDir == "" {
+		c.CNIBinDir = "/usr/lib/cni"
+	}
+	pause := opts.PauseImage
+	if pause == "" {
+		pause = PauseImage
+	}
+	for _, d := range []string{c.Root, c.State, c.CNIConfDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return c, fmt.Errorf("containerdtest: %w", err)
+		}
+	}
+	if err := os.WriteFile(c.Config, []byte(c.configTOML(pause)), 0o600); err != nil {
+		return c, fmt.Errorf("containerdtest: %w", err)
+	}
+	return c, nil
+}
+
+// configTOML is the instance's containerd configuration (version 2, as containerd 1.6 reads it).
+//
+//   - No debug or metrics listener; the gRPC and ttrpc sockets live in the instance's socket dir.
+//   - Snapshotters that cannot work here (btrfs, zfs, devmapper, aufs: no such filesystem or pool) are
+//     disabled so that the log stays free of their start-up errors. The only error left is CRI's "no network
+//     config found" while CNIConfDir is empty. (The legacy io.containerd.runtime.v1.linux, unused, cannot be
+//     disabled: containerd 1.6's tasks service, and with it CRI, fails to load without it.)
+//   - CRI: restrict_oom_score_adj, because root here lacks CAP_SYS_RESOURCE and CRI would otherwise set the
+//     pause container's oom_score_adj to -998, below containerd's own, which the kernel refuses (runc then
+//     fails every sandbox with "can't get final child's PID from pipe: EOF");
+//     netns_mounts_under_state_dir, so pod network namespaces are bind-mounted under State rather than the
+//     host's /var/run/netns; a streaming server on 127.0.0.1 with a kernel-chosen port, so parallel instances
+//     never collide; runc via io.containerd.runc.v2 with cgroupfs (SystemdCgroup = false) and runc's state
+//     under State rather than the host-wide /run/containerd/runc.
+//   - The registry section is left at its defaults: there is no registry, images are imported.
+func (c *Containerd) configTOML(pause string) string {
+	q := strconv.Quote
+	return `version = 2
+root = ` + q(c.Root) + `
+state = ` + q(c.State) + `
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
+
+[grpc]
+  address = ` + q(c.Socket) + `
+
+[ttrpc]
+  address = ` + q(filepath.Join(c.sockDir, "ttrpc.sock")) + `
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = ` + q(pause) + `
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = ` + q(snapshotter) + `
+    default_runtime_name = "runc"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = ` + q(filepath.Join(c.State, "runc")) + `
+
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = ` + q(c.CNIBinDir) + `
+    conf_dir = ` + q(c.CNIConfDir) + `
+    max_conf_num = 1
+
+  [plugins."io.containerd.grpc.v1.cri".registry]
+`
+}
+
+// start runs containerd (under nsenter when the instance has a network namespace) with its output to the log.
+func (c *Containerd) start(bins binaries) error {
+	log, err := os.Create(c.Log)
+	if err != nil {
+		return fmt.Errorf("containerdtest: %w", err)
+	}
+	defer log.Close()
+	args := []string{bins.containerd, "--config", c.Config}
+	if c.NetNS != "" {
+		args = append([]string{bins.nsenter, "--net=" + c.NetNS}, args...)
+	}
+	c.cmd = exec.Command(args[0], args[1:]...)
+	c.cmd.Stdout, c.cmd.Stderr = log, log
+	// A test binary that dies without its cleanups takes containerd with it (its shims stay: they are
+	// started in sessions of their own, as they must outlive containerd restarts).
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := startOnForkThread(c.cmd); err != nil {
+		close(c.exited)
+		return fmt.Errorf("containerdtest: start containerd: %w", err)
+	}
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		close(c.exited)
+	}()
+	return nil
+}
+
+// forkThread runs functions on one OS thread locked for the life of the process.
+var forkThread = sync.OnceValue(func() chan<- func() {
+	ch := make(chan func())
+	go func() {
+		runtime.LockOSThread() // never unlocked, so the thread is never reused or ended
+		for f := range ch {
+			f()
+		}
+	}()
+	return ch
+})
+
+// startOnForkThread starts cmd from forkThread. The kernel sends Pdeathsig when the thread that forked the
+// child ends, not the process: forked from an arbitrary thread, containerd would be killed whenever a test's
+// goroutine that locked its thread (to enter a network namespace, say) exits and the runtime ends that thread.
+func startOnForkThread(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	forkThread() <- func() { done <- cmd.Start() }
+	return <-done
+}
+
+// waitReady waits until the socket exists, then until CRI answers Version and reports RuntimeReady, polling
+// every 50 ms for readyTimeout. It fails at once if containerd exits.
+func (c *Containerd) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		last := c.probe(ctx)
+		if last == nil || errors.Is(last, errNoCRI) {
+			return last
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("containerd exited while starting: %v", c.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("containerd not ready after %s: %v", readyTimeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// probe is one readiness check: it connects once the socket exists, then asks CRI for Version and Status.
+func (c *Containerd) probe(ctx context.Context) error {
+	if c.conn == nil {
+		if _, err := os.Stat(c.Socket); err != nil {
+			return err
+		}
+		// A short reconnect back-off: the default (1 s growing to 2 min) would stretch the wait for a
+		// containerd that is still setting up its services.
+		conn, err := grpc.NewClient("unix://"+c.Socket,
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second},
+				MinConnectTimeout: 2 * time.Second,
+			}))
+		if err != nil {
+			return err
+		}
+		c.conn = conn
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := c.Runtime().Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		if status.Code(err) == codes.Unimplemented {
+			// containerd serves without the CRI plugin when it fails to load; the log says why.
+			return fmt.Errorf("%w: CRI Version: %v", errNoCRI, err)
+		}
+		return fmt.Errorf("CRI Version: %w", err)
+	}
+	st, err := c.Runtime().Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("CRI Status: %w", err)
+	}
+	for _, cond := range st.GetStatus().GetConditions() {
+		if cond.Type == runtimeapi.RuntimeReady {
+			if cond.Status {
+				return nil
+			}
+			return fmt.Errorf("RuntimeReady false: %s: %s", cond.Reason, cond.Message)
+		}
+	}
+	return errors.New("CRI Status has no RuntimeReady condition")
+}
