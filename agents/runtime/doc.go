@@ -6,8 +6,9 @@
 // k8s.io/cri-client satisfies it without glue.
 //
 // Implementations: process (host processes in a network namespace and
-// cgroups) and fake (in memory, instant, for hollow nodes and kubelet tests).
-// runtimetest holds the conformance suite both pass.
+// cgroups), cri (any CRI runtime over its socket: containerd) and fake (in
+// memory, instant, for hollow nodes and kubelet tests). runtimetest holds the
+// conformance suite all pass (cri against a real containerd).
 //
 // # Guarantees every implementation gives
 //
@@ -22,8 +23,9 @@
 //     not ready) is codes.FailedPrecondition, a bad request codes.InvalidArgument.
 //     Anything else is codes.Unknown or codes.Internal.
 //   - Stop and Remove are idempotent: stopping a stopped container or removing
-//     a removed one succeeds (as CRI requires), except that Remove and Stop of an
-//     ID that never existed also succeed (containerd does the same).
+//     a removed one succeeds (as CRI requires), and Remove and Stop of an
+//     ID that never existed also succeed (containerd answers NotFound there;
+//     the cri adapter maps it, and its state errors to FailedPrecondition).
 //   - ExecSync returns k8s.io/utils/exec.CodeExitError for a non-zero exit (as
 //     k8s.io/cri-client does) and an error wrapping ErrCommandTimedOut when the
 //     timeout passes (cri-client's own ErrCommandTimedOut is mapped to it by

@@ -4,6 +4,8 @@
 //
 // The interfaces have CRI's signatures, so the client satisfies them as it is; what this package adds:
 //
+//   - a sandbox's relative cgroup parent (the kubelet's "pod<uid>") goes under Config.CgroupRoot, and
+//     RemovePodSandbox removes the pod's cgroup after the sandbox (the runtime removes only its containers');
 //   - ExecSync's timeout error wraps runtime.ErrCommandTimedOut (the probes' code checks for it, whatever the
 //     runtime);
 //   - Open waits for the runtime to answer (an agent may start before containerd), and Status says whether the
@@ -41,6 +43,8 @@ type Config struct {
 	Endpoint string
 	// Timeout bounds each call (default DefaultTimeout).
 	Timeout time.Duration
+	// CgroupRoot is the absolute cgroup under which pods' relative cgroup parents go (default DefaultCgroupRoot).
+	CgroupRoot string
 	// Logger receives Open's messages (default slog.Default()); the client itself logs through klog.
 	Logger *slog.Logger
 }
@@ -48,8 +52,9 @@ type Config struct {
 // Runtime is a CRI runtime: runtime.Runtime, runtime.StatsProvider and runtime.ImageService.
 type Runtime struct {
 	internalapi.RuntimeService
-	images internalapi.ImageManagerService
-	log    *slog.Logger
+	images     internalapi.ImageManagerService
+	cgroupRoot string
+	log        *slog.Logger
 }
 
 var (
@@ -72,6 +77,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = DefaultCgroupRoot
 	}
 	delay := 100 * time.Millisecond
 	for {
@@ -105,7 +113,7 @@ func open(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = rs.Close(ctx)
 		return nil, err
 	}
-	return &Runtime{RuntimeService: rs, images: is, log: cfg.Logger}, nil
+	return &Runtime{RuntimeService: rs, images: is, cgroupRoot: cfg.CgroupRoot, log: cfg.Logger}, nil
 }
 
 // Close releases the connections.
@@ -114,14 +122,20 @@ func (r *Runtime) Close() error {
 	return errors.Join(r.RuntimeService.Close(ctx), r.images.Close(ctx))
 }
 
-// ExecSync runs cmd in the container; a timeout is an error wrapping runtime.ErrCommandTimedOut, a non-zero exit
-// a k8s.io/utils/exec.CodeExitError.
-func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
+// execSync is the client's ExecSync with its timeout error wrapping runtime.ErrCommandTimedOut.
+func (r *Runtime) execSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
 	stdout, stderr, err := r.RuntimeService.ExecSync(ctx, containerID, cmd, timeout)
 	if errors.Is(err, remote.ErrCommandTimedOut) {
 		err = fmt.Errorf("%w: %w", runtime.ErrCommandTimedOut, err)
 	}
 	return stdout, stderr, err
+}
+
+func isTimeout(err error) bool { return errors.Is(err, runtime.ErrCommandTimedOut) }
+
+func isExit(err error) bool {
+	var exit interface{ ExitStatus() int }
+	return errors.As(err, &exit)
 }
 
 // PullImage pulls an image with the credentials given (nil: anonymous) and returns its reference.
