@@ -34,6 +34,8 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/agents/join"
 	"github.com/wheelhouse-dev/wheelhouse/agents/kubelet"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process"
 	"github.com/wheelhouse-dev/wheelhouse/agents/tunnel"
 	"github.com/wheelhouse-dev/wheelhouse/version"
@@ -47,8 +49,13 @@ type Config struct {
 	NodeName string
 	// DataDir keeps the identity, the runtime's state, volumes and logs (default /var/lib/wheelhouse-agent).
 	DataDir string
-	// Runtime is "process" (host processes; the only one so far).
+	// Runtime is RuntimeProcess (host processes in the pod's namespaces) or RuntimeContainerd (images, through
+	// containerd's CRI plugin at ContainerdEndpoint, pods networked by the CNI configuration the agent writes in
+	// CNIConfDir).
 	Runtime string
+	// ContainerdEndpoint is containerd's socket (default cri.DefaultEndpoint); CNIConfDir the CNI configuration
+	// directory containerd reads (default /etc/cni/net.d).
+	ContainerdEndpoint, CNIConfDir string
 	// NodeIP overrides the InternalIP guess.
 	NodeIP string
 	// Labels and Taints are added at registration.
@@ -76,6 +83,15 @@ type Config struct {
 	Logger        *slog.Logger
 }
 
+// The runtimes (Config.Runtime).
+const (
+	RuntimeProcess    = "process"
+	RuntimeContainerd = "containerd"
+)
+
+// DefaultCNIConfDir is where containerd reads CNI configurations by default.
+const DefaultCNIConfDir = "/etc/cni/net.d"
+
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	switch {
@@ -87,8 +103,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("agent: --node-lease-duration-seconds %d: want at least 4", int(c.LeaseDuration/time.Second))
 	case c.Hollow < 0 || c.Hollow > MaxHollow:
 		return fmt.Errorf("agent: --hollow %d: want 0 to %d nodes", c.Hollow, MaxHollow)
-	case c.Hollow == 0 && c.Runtime != "process":
-		return fmt.Errorf("agent: --runtime %q: this agent runs the process runtime (containerd comes later)", c.Runtime)
+	case c.Hollow == 0 && c.Runtime != RuntimeProcess && c.Runtime != RuntimeContainerd:
+		return fmt.Errorf("agent: --runtime %q: want %s or %s", c.Runtime, RuntimeProcess, RuntimeContainerd)
 	case !slices.Contains([]string{"", ProxyAuto, ProxyIPVS, ProxyNFTables, ProxyNone}, c.ProxyMode):
 		return fmt.Errorf("agent: --proxy-mode %q: want auto, ipvs, nftables or none", c.ProxyMode)
 	case c.IPVSScheduler != "" && !slices.Contains(ipvsSchedulers, c.IPVSScheduler):
@@ -167,9 +183,31 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// containerd is asked first: the node reports its version, and is not Ready while it is down.
+	var crt *cri.Runtime
+	runtimeVersion, healthy := process.RuntimeName+"://"+process.Version, func() error { return nil }
+	if cfg.Runtime == RuntimeContainerd {
+		if crt, err = cri.Open(ctx, cri.Config{Endpoint: cfg.ContainerdEndpoint, Logger: log.With("component", "runtime")}); err != nil {
+			return err
+		}
+		defer crt.Close()
+		v, err := crt.Version(ctx, "v1")
+		if err != nil {
+			return fmt.Errorf("agent: containerd's version: %w", err)
+		}
+		runtimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+		healthy = func() error {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if ok, why := crt.Ready(ctx); !ok {
+				return errors.New(why)
+			}
+			return nil
+		}
+	}
 	node, err := kubelet.NewNode(cs, kubelet.NodeConfig{Name: id.NodeName, Labels: cfg.Labels, Taints: cfg.Taints,
 		LeaseDuration: cfg.LeaseDuration, RenewInterval: cfg.LeaseDuration / 4,
-		KubeletVersion: version.Get().GitVersion, RuntimeVersion: process.RuntimeName + "://" + process.Version,
+		KubeletVersion: version.Get().GitVersion, RuntimeVersion: runtimeVersion, Healthy: healthy,
 		Host: func() (kubelet.Host, error) { return kubelet.ReadHost(cfg.DataDir, cfg.NodeIP) }, Logger: log})
 	if err != nil {
 		return err
@@ -182,14 +220,29 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer podNet.Close()
-	rt, err := process.New(process.Config{StateDir: filepath.Join(cfg.DataDir, "runtime"), Network: podNet,
-		Logger: log.With("component", "runtime")})
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	if err := reclaimAddresses(ctx, podNet, rt, log); err != nil {
-		log.Warn("reclaiming pod addresses failed", "err", err)
+	var (
+		rt          kubeletRuntime
+		runtimeName string
+		serveStream func(context.Context) error // the process runtime's streaming server
+	)
+	if crt != nil {
+		cniDir := cmp.Or(cfg.CNIConfDir, DefaultCNIConfDir)
+		if err := podNet.WriteCNIConfig(cniDir, filepath.Join(cfg.DataDir, "cni")); err != nil {
+			return err
+		}
+		log.Info("CNI configuration written for containerd", "dir", cniDir)
+		rt, runtimeName = crt, RuntimeContainerd
+	} else {
+		prt, err := process.New(process.Config{StateDir: filepath.Join(cfg.DataDir, "runtime"), Network: podNet,
+			Logger: log.With("component", "runtime")})
+		if err != nil {
+			return err
+		}
+		defer prt.Close()
+		if err := reclaimAddresses(ctx, podNet, prt, log); err != nil {
+			log.Warn("reclaiming pod addresses failed", "err", err)
+		}
+		rt, runtimeName, serveStream = prt, RuntimeProcess, prt.Start
 	}
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
@@ -238,7 +291,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("cluster DNS ready", "listen", netip.AddrPortFrom(podNet.Gateway(), 53), "domain", domain)
 	}
 
-	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, RuntimeName: "process",
+	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, RuntimeName: runtimeName,
 		DataDir: cfg.DataDir, NodeIP: func() string { return host.InternalIP }, Recorder: recorder, Services: svcInf.services,
 		DNS:    dns.ClusterDNS{Servers: clusterDNS, Domain: domain, Host: hostResolver},
 		Logger: log.With("component", "pods")})
@@ -247,11 +300,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log.Info("agent running", "server", id.Server, "version", version.Get().GitVersion)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := rt.Start(ctx); err != nil && ctx.Err() == nil {
-			log.Error("the runtime's streaming server stopped", "err", err)
-		}
-	})
+	if serveStream != nil {
+		wg.Go(func() {
+			if err := serveStream(ctx); err != nil && ctx.Err() == nil {
+				log.Error("the runtime's streaming server stopped", "err", err)
+			}
+		})
+	}
 	wg.Go(func() { node.Run(ctx) })
 	wg.Go(func() { syncRoutes(ctx, cs, podNet, id.NodeName, log) })
 	wg.Go(func() {
@@ -266,6 +321,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// kubeletRuntime is what the kubelet needs of a runtime: the runtime itself and its images (pulled by cri,
+// recorded by process).
+type kubeletRuntime interface {
+	runtime.Runtime
+	runtime.ImagePuller
 }
 
 // serveTunnel keeps the node's tunnel to the server, serving h (its kubelet API), until ctx ends.

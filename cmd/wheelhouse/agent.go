@@ -14,12 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri"
 )
 
 // agentFlags are `wheelhouse agent`'s flags before they become an agents.Config.
 type agentFlags struct {
 	server, token, nodeName, dataDir, runtime, nodeIP, logLevel, debugListen string
-	proxyMode, ipvsScheduler, clusterDomain                                  string
+	proxyMode, ipvsScheduler, clusterDomain, containerdEndpoint, cniConfDir  string
 	labels, taints                                                           []string
 	insecureHTTP                                                             bool
 	hollow, leaseSeconds                                                     int
@@ -47,7 +48,9 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		{&f.token, "token", "WHEELHOUSE_TOKEN", "", "a join token (K10...::id.secret); needed on the first start only"},
 		{&f.nodeName, "node-name", "WHEELHOUSE_NODE_NAME", "", "the node's name (default: the host name)"},
 		{&f.dataDir, "data-dir", "WHEELHOUSE_AGENT_DATA_DIR", "/var/lib/wheelhouse-agent", "the agent's state: identity, runtime, volumes, logs"},
-		{&f.runtime, "runtime", "WHEELHOUSE_RUNTIME", "process", "container runtime: process"},
+		{&f.runtime, "runtime", "WHEELHOUSE_RUNTIME", agents.RuntimeProcess, "container runtime: process (the container's command as a host process in the pod's namespaces) or containerd (container images, through containerd's CRI plugin)"},
+		{&f.containerdEndpoint, "containerd-endpoint", "WHEELHOUSE_CONTAINERD_ENDPOINT", cri.DefaultEndpoint, "containerd's socket (--runtime containerd)"},
+		{&f.cniConfDir, "cni-conf-dir", "WHEELHOUSE_CNI_CONF_DIR", agents.DefaultCNIConfDir, "where the agent writes the pod network's CNI configuration for containerd (--runtime containerd; containerd's cni conf_dir)"},
 		{&f.nodeIP, "node-ip", "WHEELHOUSE_NODE_IP", "", "the address other nodes reach this one on (default: the default route's source address)"},
 		{&f.logLevel, "log-level", "WHEELHOUSE_LOG_LEVEL", "info", "log level: debug, info, warn or error"},
 		{&f.debugListen, "debug-listen", "WHEELHOUSE_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6061 (unauthenticated: loopback only)"},
@@ -108,6 +111,7 @@ func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
 		return agents.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	cfg := agents.Config{Server: f.server, Token: f.token, NodeName: f.nodeName, DataDir: f.dataDir, Runtime: f.runtime,
+		ContainerdEndpoint: f.containerdEndpoint, CNIConfDir: f.cniConfDir,
 		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, LeaseDuration: time.Duration(f.leaseSeconds) * time.Second, Labels: map[string]string{},
 		ProxyMode: f.proxyMode, IPVSScheduler: f.ipvsScheduler, ClusterDomain: f.clusterDomain, ProxyMinSync: f.proxyMinSync, ProxySync: f.proxySync,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}

@@ -128,6 +128,7 @@ type agentProcess struct {
 	cmd         *exec.Cmd
 	exited      chan struct{} // closed when the current run's cmd.Wait returned; then waitErr is set
 	waitErr     error
+	args        []string // more flags for every run (--runtime containerd ...)
 }
 
 // newAgent prepares the agent of node n; its cleanup kills it and whatever its pods left (shims, containers,
@@ -153,6 +154,7 @@ func (a *agentProcess) start(t *testing.T, token string) {
 	t.Helper()
 	args := []string{"--net=" + a.node.nsPath(), "--", a.bin, "agent", "--server", a.server, "--data-dir", a.dataDir,
 		"--node-name", a.node.name}
+	args = append(args, a.args...)
 	if token != "" {
 		args = append(args, "--token", token)
 	}

@@ -116,7 +116,19 @@ func TestAgents(t *testing.T) {
 
 func setupAgentCluster(t *testing.T) *agentCluster {
 	l := newLAN(t, "node-a", "node-b")
-	c := &agentCluster{top: t, bin: buildBinary(t), podBin: buildPodServer(t), agents: map[string]*agentProcess{},
+	c, token := newAgentCluster(t, l, buildPodServer(t))
+	for _, n := range l.nodes {
+		a := newAgent(t, c.bin, c.podBin, c.server.url, n)
+		a.start(t, token)
+		c.agents[n.name], c.nodeIPs[n.name] = a, n.ip
+	}
+	return c
+}
+
+// newAgentCluster starts the server on the LAN, with kubectl and a client, and returns a join token for the LAN's
+// nodes; the agents are the caller's to start.
+func newAgentCluster(t *testing.T, l *lan, podBin string) (*agentCluster, string) {
+	c := &agentCluster{top: t, bin: buildBinary(t), podBin: podBin, agents: map[string]*agentProcess{},
 		nodeIPs: map[string]string{}, nodeCIDRs: map[string]netip.Prefix{}, webOn: map[string]string{}}
 	kbin := kubectlPath(t)
 	dataDir := t.TempDir()
@@ -136,17 +148,11 @@ func setupAgentCluster(t *testing.T) *agentCluster {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(c.bin, "join-token", "create", "--server", c.server.url, "--token", e2eToken,
-		"--cluster", "default", "--max-uses", "2", "--data-dir", dataDir, "--description", "agent e2e").CombinedOutput()
+		"--cluster", "default", "--max-uses", fmt.Sprint(len(l.nodes)), "--data-dir", dataDir, "--description", "agent e2e").CombinedOutput()
 	if err != nil {
 		t.Fatalf("wheelhouse join-token create: %v\n%s", err, out)
 	}
-	token := strings.TrimSpace(string(out))
-	for _, n := range l.nodes {
-		a := newAgent(t, c.bin, c.podBin, c.server.url, n)
-		a.start(t, token)
-		c.agents[n.name], c.nodeIPs[n.name] = a, n.ip
-	}
-	return c
+	return c, strings.TrimSpace(string(out))
 }
 
 // buildPodServer builds testdata/podserver, the program the test's containers run.
