@@ -44,6 +44,9 @@ func sha256Hex(b []byte) string {
 
 func writeFile(t *testing.T, path string, content []byte) string {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, content, 0o755); err != nil {
 		t.Fatal(err)
 	}

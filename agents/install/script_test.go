@@ -435,3 +435,95 @@ func TestScriptNodeNameFromMachineID(t *testing.T) {
 		t.Errorf("agent.env:\n%s\nwant %q", env, want)
 	}
 }
+
+// TestScriptContainerd: --runtime containerd on a machine that has containerd, runc and the CNI plugins (stand-ins
+// under the root): containerd's configuration written (the previous one kept), containerd restarted before the
+// agent, the agent's environment and unit; a rerun remembers the runtime; a machine without containerd under
+// --root is refused with nothing written; uninstalling removes the agent's CNI configuration and leaves containerd.
+func TestScriptContainerd(t *testing.T) {
+	srv := newAgentServer(t, serverOptions{})
+	script := srv.script(t)
+	m := newMachine(t, []string{"sh"})
+	for _, f := range []string{"usr/bin/containerd", "usr/sbin/runc", "usr/lib/cni/bridge"} {
+		writeFile(t, filepath.Join(m.root, f), []byte("#!/bin/sh\n"))
+	}
+	const ctdConf = "etc/containerd/config.toml"
+	writeFile(t, filepath.Join(m.root, ctdConf), []byte("# the distribution's\n"))
+	args := []string{"--server", srv.URL, "--token", srv.Token, "--node-name", "node-1"}
+	out, err := m.install(t, script, append(args, "--runtime", "containerd", "--proxy-mode", "nftables")...)
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	conf := m.read(t, ctdConf)
+	for _, want := range []string{"# Written by the Wheelhouse installer", "restrict_oom_score_adj = true",
+		`runtime_type = "io.containerd.runc.v2"`, "SystemdCgroup = false", `bin_dir = "/usr/lib/cni"`, `conf_dir = "/etc/cni/net.d"`} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("config.toml lacks %q:\n%s", want, conf)
+		}
+	}
+	if got := m.read(t, ctdConf+".pre-wheelhouse"); got != "# the distribution's\n" {
+		t.Errorf("the previous configuration was not kept: %q", got)
+	}
+	wantMode(t, m, ctdConf, 0o644)
+	if env := m.read(t, envFile); !strings.HasSuffix(env, "WHEELHOUSE_NODE_NAME=node-1\nWHEELHOUSE_RUNTIME=containerd\nWHEELHOUSE_PROXY_MODE=nftables\n") {
+		t.Errorf("agent.env:\n%s", env)
+	}
+	if unit := m.read(t, unitFile); !strings.Contains(unit, "\nAfter=network-online.target containerd.service\n") {
+		t.Errorf("the unit does not start after containerd:\n%s", unit)
+	}
+	want := "daemon-reload\nenable containerd\nrestart containerd\nenable wheelhouse-agent\nrestart wheelhouse-agent\n"
+	if got := m.systemctl(t); got != want {
+		t.Errorf("systemctl calls:\n%s\nwant:\n%s", got, want)
+	}
+
+	// A rerun without --runtime keeps containerd and changes nothing.
+	out, err = m.install(t, script, args...)
+	if err != nil || !strings.Contains(out, "nothing changed") {
+		t.Fatalf("rerun: %v\n%s", err, out)
+	}
+	if got := m.systemctl(t); got != want {
+		t.Errorf("an unchanged rerun called systemctl:\n%s", strings.TrimPrefix(got, want))
+	}
+	// Back to the process runtime: the agent is restarted, containerd left alone.
+	if out, err = m.install(t, script, append(args, "--runtime", "process")...); err != nil {
+		t.Fatalf("rerun with the process runtime: %v\n%s", err, out)
+	}
+	if env := m.read(t, envFile); strings.Contains(env, "WHEELHOUSE_RUNTIME") {
+		t.Errorf("agent.env still names a runtime:\n%s", env)
+	}
+	if got := strings.TrimPrefix(m.systemctl(t), want); got != installed {
+		t.Errorf("systemctl calls going back to process:\n%s\nwant:\n%s", got, installed)
+	}
+
+	writeFile(t, filepath.Join(m.root, "etc/cni/net.d/10-wheelhouse.conflist"), []byte("{}"))
+	if out, err := m.command(t, nil, "sh", filepath.Join(m.root, uninstallFile)); err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(m.root, "etc/cni/net.d/10-wheelhouse.conflist")); !os.IsNotExist(err) {
+		t.Errorf("uninstalling left the agent's CNI configuration: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(m.root, ctdConf)); err != nil {
+		t.Errorf("uninstalling removed containerd's configuration: %v", err)
+	}
+
+	t.Run("no containerd under --root", func(t *testing.T) {
+		bare := newMachine(t, []string{"sh"})
+		out, err := bare.install(t, script, append(args, "--runtime", "containerd")...)
+		if err == nil || !strings.Contains(out, "containerd, runc or the CNI plugins are missing under") {
+			t.Fatalf("want a refusal, got %v:\n%s", err, out)
+		}
+		if bare.systemctl(t) != "" {
+			t.Errorf("the refused install called systemctl:\n%s", bare.systemctl(t))
+		}
+	})
+	t.Run("a runtime it does not know", func(t *testing.T) {
+		bare := newMachine(t, []string{"sh"})
+		out, err := bare.install(t, script, append(args, "--runtime", "docker")...)
+		if err == nil || !strings.Contains(out, "--runtime docker: want process or containerd") {
+			t.Fatalf("want a refusal, got %v:\n%s", err, out)
+		}
+		if files := bare.files(t); len(files) > 0 {
+			t.Errorf("the refused install wrote %v", files)
+		}
+	})
+}
