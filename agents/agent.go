@@ -221,6 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer podNet.Close()
 	var (
+		imageGC     kubelet.ImageGCPolicy
 		rt          kubeletRuntime
 		runtimeName string
 		serveStream func(context.Context) error // the process runtime's streaming server
@@ -232,6 +233,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		log.Info("CNI configuration written for containerd", "dir", cniDir)
 		rt, runtimeName = crt, RuntimeContainerd
+		imageGC.SandboxImage = cmp.Or(crt.SandboxImage(ctx), kubelet.DefaultSandboxImage)
 	} else {
 		prt, err := process.New(process.Config{StateDir: filepath.Join(cfg.DataDir, "runtime"), Network: podNet,
 			Logger: log.With("component", "runtime")})
@@ -291,7 +293,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("cluster DNS ready", "listen", netip.AddrPortFrom(podNet.Gateway(), 53), "domain", domain)
 	}
 
-	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, RuntimeName: runtimeName,
+	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, ImageGC: imageGC, RuntimeName: runtimeName,
 		DataDir: cfg.DataDir, NodeIP: func() string { return host.InternalIP }, Recorder: recorder, Services: svcInf.services,
 		DNS:    dns.ClusterDNS{Servers: clusterDNS, Domain: domain, Host: hostResolver},
 		Logger: log.With("component", "pods")})

@@ -24,33 +24,55 @@ const (
 	annotationTermination = "io.kubernetes.container.terminationMessagePath"
 )
 
-// Restart back-off as kubelet's: a container that exits is restarted at once the first time, then after 10 s,
-// doubling to 5 minutes; the delay resets once a container has run for 10 minutes.
+// Back-off as kubelet's (flowcontrol.Backoff with 10 s and 5 min, for crash loops and image pulls): each period
+// doubles the delay, from 10 s to 5 minutes. A container that exits is restarted at once the first time, then
+// after the delay; the delay resets once a container has run for 10 minutes.
 const (
 	backoffInitial = 10 * time.Second
 	backoffMax     = 5 * time.Minute
 	backoffReset   = 10 * time.Minute
 )
 
-// crashBackoff is one container's restart back-off (owned by its pod worker).
-type crashBackoff struct {
-	seen  string        // the exited container instance last accounted for
-	delay time.Duration // the delay the next exit will get
-	until time.Time     // no restart before
+// backoff is one back-off (a container's restarts, a pod's pulls of an image), owned by its pod worker.
+type backoff struct {
+	delay    time.Duration // the current period's length (0: none yet)
+	until    time.Time     // the current period's end
+	reported bool          // the current period has been reported (its BackOff event recorded)
 }
 
-// observe accounts for an exited instance once and reports when it may be restarted.
+// next starts the next period at from, twice as long as the last (backoffInitial the first time, at most
+// backoffMax).
+func (b *backoff) next(from time.Time) {
+	b.delay = min(max(2*b.delay, backoffInitial), backoffMax)
+	b.until, b.reported = from.Add(b.delay), false
+}
+
+// active reports whether now falls in the current period.
+func (b *backoff) active(now time.Time) bool { return now.Before(b.until) }
+
+// report reports whether the current period is still to be reported (once per period, not at every sync).
+func (b *backoff) report() bool {
+	first := !b.reported
+	b.reported = true
+	return first
+}
+
+// crashBackoff is one container's restart back-off.
+type crashBackoff struct {
+	seen string // the exited container instance last accounted for
+	backoff
+}
+
+// observe accounts for an exited instance once and reports when it may be restarted: at once after the first
+// exit (or the first after a long run), else when the next period ends.
 func (b *crashBackoff) observe(id string, started, finished time.Time) time.Time {
 	if b.seen != id {
+		fresh := b.seen == "" || finished.Sub(started) >= backoffReset
 		b.seen = id
-		if finished.Sub(started) >= backoffReset {
-			b.delay = 0
-		}
-		b.until = finished.Add(b.delay)
-		if b.delay == 0 {
-			b.delay = backoffInitial
+		if fresh {
+			b.backoff = backoff{until: finished}
 		} else {
-			b.delay = min(2*b.delay, backoffMax)
+			b.next(finished)
 		}
 	}
 	return b.until

@@ -155,7 +155,7 @@ func (w *worker) restart(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 	if now := w.p.cfg.Clock.Now(); now.Before(until) {
 		wait := until.Sub(time.Unix(0, cur.FinishedAt)).Round(time.Second)
 		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait, c.Name, pod.Name, pod.Namespace, pod.UID)
-		if ob.waiting[c.Name] != [2]string{"CrashLoopBackOff", msg} {
+		if b.report() {
 			w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
 		}
 		ob.waiting[c.Name] = [2]string{"CrashLoopBackOff", msg}
@@ -187,12 +187,11 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 		fail("CreateContainerConfigError", err)
 		return
 	}
-	if w.p.cfg.Images != nil {
-		if _, err := w.p.cfg.Images.PullImage(ctx, &runtimeapi.ImageSpec{Image: c.Image}, nil, sbConfig); err != nil {
-			fail("ErrImagePull", err)
-			return
-		}
-		w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Container image %q recorded: the %s runtime runs the container's command on the node and pulls no image", c.Image, w.p.cfg.RuntimeName)
+	// The image once the configuration is complete: kubelet's startContainer pulls first, but with a sync every
+	// second a container waiting for a ConfigMap would pull (policy Always) every second.
+	imageRef, ok := w.ensureImage(ctx, pod, c, sbConfig, ob)
+	if !ok {
+		return
 	}
 	id, err := w.p.cfg.Runtime.CreateContainer(ctx, sandboxID, containerConfig(pod, c, attempt, env, mounts), sbConfig)
 	if err != nil {
@@ -205,6 +204,9 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 		return
 	}
 	w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	if w.p.images != nil {
+		w.p.images.gc.used(imageRef)
+	}
 	ob.startedAny = true
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if err := w.runHandler(ctx, pod, c, id, c.Lifecycle.PostStart); err != nil {

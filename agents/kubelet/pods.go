@@ -29,8 +29,13 @@ type PodsConfig struct {
 	Runtime  runtime.Runtime
 	// RuntimeName prefixes container IDs in pod statuses ("process://...").
 	RuntimeName string
-	// Images pulls (or records) images before a container is created; nil: none.
+	// Images pulls (or records) images before a container is created; nil: none. When it is a
+	// runtime.ImageService (a runtime that runs images: containerd over CRI), the image manager applies the pull
+	// policy, the pod's pull secrets and the pull back-off, and collects unused images (ImageGC); otherwise (the
+	// process runtime) the image is only recorded, with a Pulled event saying so.
 	Images runtime.ImagePuller
+	// ImageGC configures image garbage collection, with an ImageService only.
+	ImageGC ImageGCPolicy
 	// DataDir holds pods/<uid>/volumes and logs/pods (the containers' log files).
 	DataDir string
 	// NodeIP is the node's InternalIP (hostIP of its pods).
@@ -80,6 +85,8 @@ type Pods struct {
 	objs objects
 	vols volumes
 	log  *slog.Logger
+	// images is the image manager, with a runtime that runs images (nil: Images only records them).
+	images *imageManager
 
 	stats usageSampler // CPU readings between summaries
 
@@ -95,8 +102,17 @@ func NewPods(cs kubernetes.Interface, cfg PodsConfig) (*Pods, error) {
 	}
 	cfg = cfg.withDefaults()
 	o := objects{cs: cs, services: cfg.Services}
-	return &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods"), tokens: newTokenCache(cfg.Clock.Now)},
-		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{}}, nil
+	p := &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods"), tokens: newTokenCache(cfg.Clock.Now)},
+		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{}}
+	if svc, ok := cfg.Images.(runtime.ImageService); ok {
+		policy := cfg.ImageGC.withDefaults()
+		if err := policy.validate(); err != nil {
+			return nil, err
+		}
+		p.images = &imageManager{svc: svc, objs: o, clock: cfg.Clock, recorder: cfg.Recorder, log: p.log.With("component", "images"),
+			gc: newImageGC(svc, cfg.Runtime, policy, cfg.Clock, cfg.Recorder, cfg.NodeName, p.log.With("component", "imagegc"))}
+	}
+	return p, nil
 }
 
 func (p *Pods) logDir() string { return filepath.Join(p.cfg.DataDir, "logs", "pods") }
@@ -125,6 +141,9 @@ func (p *Pods) Run(ctx context.Context) error {
 		return err
 	}
 	go inf.Run(ctx.Done())
+	if p.images != nil {
+		p.wg.Go(func() { p.images.gc.run(ctx) })
+	}
 	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		p.collectOrphans(ctx)
 	}

@@ -65,6 +65,7 @@ type podEnv struct {
 	clk   *clocktesting.FakeClock
 	dir   string
 	stop  func()
+	pods  *Pods // the running pod manager
 	// configure, when set, adjusts the pod manager's configuration at every start.
 	configure func(*PodsConfig)
 }
@@ -113,6 +114,7 @@ func (e *podEnv) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.pods = p
 	ctx, cancel := context.WithCancel(e.t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p.Run(ctx) }()

@@ -59,6 +59,9 @@ func containerStatuses(specs []corev1.Container, prev []corev1.ContainerStatus, 
 		in := ob.containers[c.Name]
 		if cur := in.latest(); cur != nil {
 			cs.ContainerID = containerID(runtimeName, cur.Id)
+			if cur.ImageRef != "" {
+				cs.ImageID = cur.ImageRef // the runtime's reference of the image it runs (containerd: a digest)
+			}
 			cs.RestartCount = int32(cur.Metadata.GetAttempt())
 			cs.State = containerState(cur, runtimeName)
 			if p := in.previous(); p != nil && p.State == runtimeapi.ContainerState_CONTAINER_EXITED {

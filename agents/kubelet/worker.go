@@ -29,7 +29,8 @@ type worker struct {
 	removed bool // the pod is gone from the API
 
 	backoffs  map[string]*crashBackoff
-	written   map[string]string // volume file-set hashes
+	pulls     map[string]*imagePull // by image, while it is not there
+	written   map[string]string     // volume file-set hashes
 	volumesAt time.Time
 	last      *corev1.PodStatus // the status last written
 	lastRV    string            // the resourceVersion of that write
@@ -37,7 +38,7 @@ type worker struct {
 }
 
 func newWorker(p *Pods, uid types.UID) *worker {
-	w := &worker{p: p, uid: uid, wake: make(chan struct{}, 1), backoffs: map[string]*crashBackoff{}, written: map[string]string{}}
+	w := &worker{p: p, uid: uid, wake: make(chan struct{}, 1), backoffs: map[string]*crashBackoff{}, pulls: map[string]*imagePull{}, written: map[string]string{}}
 	w.probes = newProbes(w)
 	return w
 }

@@ -28,7 +28,7 @@ type ServiceAccounts interface {
 }
 
 // ServiceAccount is upstream's ServiceAccount admission plugin for pods: at creation a pod without
-// spec.serviceAccountName runs as "default", and unless the pod or its ServiceAccount opts out
+// spec.serviceAccountName runs as "default", a pod without imagePullSecrets gets its ServiceAccount's, and unless the pod or its ServiceAccount opts out
 // (automountServiceAccountToken: false) every container gets the projected volume kube-api-access-<suffix> at
 // /var/run/secrets/kubernetes.io/serviceaccount: a token bound to the pod, the cluster's CA (ConfigMap
 // kube-root-ca.crt) and the namespace, which in-cluster clients (client-go's InClusterConfig) read.
@@ -48,18 +48,26 @@ func (s ServiceAccount) Admit(ctx context.Context, req kubeapi.AdmissionRequest)
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = "default"
 	}
+	var sa *corev1.ServiceAccount
+	if s.Accounts != nil {
+		got, found, err := s.Accounts.ServiceAccount(ctx, req.Cluster, req.Namespace, pod.Spec.ServiceAccountName)
+		if err != nil {
+			return err
+		}
+		if found {
+			sa = got
+		}
+	}
+	// A pod without pull secrets of its own pulls with its ServiceAccount's.
+	if sa != nil && len(pod.Spec.ImagePullSecrets) == 0 && len(sa.ImagePullSecrets) > 0 {
+		pod.Spec.ImagePullSecrets = append([]corev1.LocalObjectReference(nil), sa.ImagePullSecrets...)
+	}
 	automount := true
 	switch {
 	case pod.Spec.AutomountServiceAccountToken != nil:
 		automount = *pod.Spec.AutomountServiceAccountToken
-	case s.Accounts != nil:
-		sa, found, err := s.Accounts.ServiceAccount(ctx, req.Cluster, req.Namespace, pod.Spec.ServiceAccountName)
-		if err != nil {
-			return err
-		}
-		if found && sa.AutomountServiceAccountToken != nil {
-			automount = *sa.AutomountServiceAccountToken
-		}
+	case sa != nil && sa.AutomountServiceAccountToken != nil:
+		automount = *sa.AutomountServiceAccountToken
 	}
 	if !automount {
 		return nil

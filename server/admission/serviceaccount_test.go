@@ -95,3 +95,35 @@ func TestServiceAccountAdmission(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceAccountPullSecrets: a pod without imagePullSecrets gets its ServiceAccount's; its own win.
+func TestServiceAccountPullSecrets(t *testing.T) {
+	robots := accounts{"default/builder": {ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}, {Name: "mirror"}}}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"the ServiceAccount's", saPod(func(p *corev1.Pod) { p.Spec.ServiceAccountName = "builder" }), "registry,mirror"},
+		{"the pod's own", saPod(func(p *corev1.Pod) {
+			p.Spec.ServiceAccountName = "builder"
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "mine"}}
+		}), "mine"},
+		{"a ServiceAccount without any", saPod(nil), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ServiceAccount{Accounts: robots}.Admit(t.Context(), kubeapi.AdmissionRequest{Operation: "CREATE", Cluster: "c1",
+				Namespace: "default", Object: tc.pod})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range tc.pod.Spec.ImagePullSecrets {
+				got = append(got, s.Name)
+			}
+			if strings.Join(got, ",") != tc.want {
+				t.Errorf("imagePullSecrets %v, want %s", got, tc.want)
+			}
+		})
+	}
+}

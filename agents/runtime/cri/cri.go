@@ -17,6 +17,7 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -184,4 +185,20 @@ func (r *Runtime) Ready(ctx context.Context) (ready bool, reason string) {
 	default:
 		return false, "container runtime not ready: " + strings.Join(notReady, ", ")
 	}
+}
+
+// SandboxImage is the pause image the runtime runs sandboxes from, as its verbose status reports it
+// (containerd's CRI configuration, "sandboxImage"); "" when it does not say. The image manager never collects it.
+func (r *Runtime) SandboxImage(ctx context.Context) string {
+	resp, err := r.Status(ctx, true)
+	if err != nil {
+		return ""
+	}
+	var cfg struct {
+		SandboxImage string `json:"sandboxImage"`
+	}
+	if json.Unmarshal([]byte(resp.GetInfo()["config"]), &cfg) != nil {
+		return ""
+	}
+	return cfg.SandboxImage
 }

@@ -43,6 +43,7 @@ type Server struct {
 	pulls    []Pull
 	calls    []string
 	netReady bool
+	nextID   int // image IDs are never reused
 }
 
 // Pull is a PullImage call as the server saw it.
@@ -152,7 +153,8 @@ func (s *Server) addLocked(ref string, size uint64) *runtimeapi.Image {
 	if img, ok := s.images[ref]; ok {
 		return img
 	}
-	img := &runtimeapi.Image{Id: "sha256:" + fmt.Sprintf("%064x", len(s.images)+1), RepoTags: []string{ref}, Size: size,
+	s.nextID++
+	img := &runtimeapi.Image{Id: "sha256:" + fmt.Sprintf("%064x", s.nextID), RepoTags: []string{ref}, Size: size,
 		Spec: &runtimeapi.ImageSpec{Image: ref}}
 	s.images[ref], s.images[img.Id] = img, img
 	return img
