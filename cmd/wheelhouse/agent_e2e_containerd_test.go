@@ -58,8 +58,9 @@ spec:
 // TestContainerdAgent drives `wheelhouse agent --runtime containerd` on a machine (a network namespace of this
 // host) running a real containerd, with kubectl: the node reports containerd, a pod runs from an image on the
 // node's pod network, logs and exec go through containerd's streaming server, the pod reaches itself through
-// its Service by name (CNI, the proxy and DNS together), an image no registry has is ErrImagePull, the agent
-// restarts without touching the pod, and deleting the pods leaves nothing in containerd nor in the cgroups.
+// its Service by name (CNI, the proxy and DNS together), an image no registry has is ErrImagePull, probes,
+// OOM kills, crash-loop back-off, logs -f / exec / attach / port-forward / stats as with the process runtime, the
+// agent restarts without touching the pod, and deleting the pods leaves nothing in containerd nor in the cgroups.
 func TestContainerdAgent(t *testing.T) {
 	requireNamespaces(t)
 	l := newLAN(t, "node-c")
@@ -67,7 +68,8 @@ func TestContainerdAgent(t *testing.T) {
 	cniDir := t.TempDir()
 	ctd := containerdtest.Start(t, containerdtest.Options{NetNS: n.nsPath(), CNIConfDir: cniDir})
 	ctd.ImportImages(t, containerdtest.Pause(t), containerdtest.Server(t))
-	c, token := newAgentCluster(t, l, "")
+	c, token := newAgentCluster(t, l, "/podserver")
+	c.podImage, c.streamNode, c.webOn[n.name] = containerdtest.ServerImage, n.name, "web"
 	a := newAgent(t, c.bin, "", c.server.url, n)
 	a.args = []string{"--runtime", "containerd", "--containerd-endpoint", ctd.Socket, "--cni-conf-dir", cniDir}
 	a.start(t, token)
@@ -137,6 +139,11 @@ func TestContainerdAgent(t *testing.T) {
 				return w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff", w.Reason + ": " + w.Message
 			})
 		}},
+		// The agent issue's behaviours, as with the process runtime (the same steps as TestAgents').
+		{"liveness probe restarts", c.testLiveness},
+		{"memory limit OOMKills", c.testOOM},
+		{"crash loop backs off", c.testCrashLoop},
+		{"logs exec attach port-forward", c.testStreaming},
 		{"the agent restarts under the pod", func(t *testing.T) {
 			before := c.pod(t, "web").Status.ContainerStatuses[0]
 			a.stop(t, syscall.SIGTERM)
@@ -162,7 +169,7 @@ func TestContainerdAgent(t *testing.T) {
 		}},
 		{"deleted pods leave nothing", func(t *testing.T) {
 			uid := c.pod(t, "web").UID
-			c.k.must("", "delete", "pod", "web", "absent", "--wait=true", "--timeout=60s")
+			c.k.must("", "delete", "pods", "--all", "--wait=true", "--timeout=60s")
 			eventually(t, 30*time.Second, "containerd has no sandboxes", func() (bool, string) {
 				resp, err := ctd.Runtime().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{})
 				if err != nil {

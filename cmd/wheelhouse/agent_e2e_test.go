@@ -53,8 +53,14 @@ spec:
           failureThreshold: 1
 `
 
-// podManifest is a bare pod running podserver with args (YAML flow list items), and extra container fields.
-func podManifest(name, podBin, args, extra string) string {
+// podManifest is a bare pod running podserver with args (YAML flow list items), and extra container fields: the
+// cluster's podserver (a host binary for the process runtime, /podserver in an image for containerd).
+func (c *agentCluster) podManifest(name, args, extra string) string {
+	return podManifestOf(name, c.podImage, c.podBin, args, extra)
+}
+
+// podManifestOf is podManifest with a given image and program.
+func podManifestOf(name, image, program, args, extra string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %s, namespace: default}
@@ -62,15 +68,18 @@ spec:
   terminationGracePeriodSeconds: 2
   containers:
   - name: main
-    image: podserver
+    image: %s
+    imagePullPolicy: IfNotPresent
     command: [%s, %s]
-%s`, name, podBin, args, extra)
+%s`, name, image, program, args, extra)
 }
 
 // agentCluster is the server and the agents of the test.
 type agentCluster struct {
 	top          *testing.T // TestAgents itself: what outlives one step (the restarted server) is cleaned up with it
-	bin, podBin  string
+	bin, podBin  string     // podBin: the podserver program the pods run (a host path, or /podserver in podImage)
+	podImage     string
+	streamNode   string // the node whose web pod testStreaming uses
 	server       *serverProcess
 	serverArgs   []string
 	serverEnv    []string
@@ -128,7 +137,7 @@ func setupAgentCluster(t *testing.T) *agentCluster {
 // newAgentCluster starts the server on the LAN, with kubectl and a client, and returns a join token for the LAN's
 // nodes; the agents are the caller's to start.
 func newAgentCluster(t *testing.T, l *lan, podBin string) (*agentCluster, string) {
-	c := &agentCluster{top: t, bin: buildBinary(t), podBin: podBin, agents: map[string]*agentProcess{},
+	c := &agentCluster{top: t, bin: buildBinary(t), podBin: podBin, podImage: "podserver", streamNode: "node-b", agents: map[string]*agentProcess{},
 		nodeIPs: map[string]string{}, nodeCIDRs: map[string]netip.Prefix{}, webOn: map[string]string{}}
 	kbin := kubectlPath(t)
 	dataDir := t.TempDir()
@@ -307,7 +316,7 @@ func (c *agentCluster) webContainers(t *testing.T) map[string]string {
 }
 
 func (c *agentCluster) testLiveness(t *testing.T) {
-	c.k.must(podManifest("sick", c.podBin, "serve, -healthy-for, 3s", `    livenessProbe:
+	c.k.must(c.podManifest("sick", "serve, -healthy-for, 3s", `    livenessProbe:
       httpGet: {path: /healthz, port: 8080}
       periodSeconds: 1
       failureThreshold: 2
@@ -322,7 +331,7 @@ func (c *agentCluster) testLiveness(t *testing.T) {
 }
 
 func (c *agentCluster) testOOM(t *testing.T) {
-	c.k.must(podManifest("hog", c.podBin, "hog", `    resources:
+	c.k.must(c.podManifest("hog", "hog", `    resources:
       limits: {memory: 48Mi}
 `), "apply", "-f", "-")
 	eventually(t, 60*time.Second, "hog OOMKilled", func() (bool, string) {
@@ -334,7 +343,7 @@ func (c *agentCluster) testOOM(t *testing.T) {
 }
 
 func (c *agentCluster) testCrashLoop(t *testing.T) {
-	c.k.must(podManifest("crasher", c.podBin, "crash", ""), "apply", "-f", "-")
+	c.k.must(c.podManifest("crasher", "crash", ""), "apply", "-f", "-")
 	eventually(t, 60*time.Second, "crasher in CrashLoopBackOff", func() (bool, string) {
 		out, _ := c.k.run("", "get", "pod", "crasher")
 		return strings.Contains(out, "CrashLoopBackOff"), out
@@ -351,13 +360,13 @@ func (c *agentCluster) testCrashLoop(t *testing.T) {
 // testUnrunnable: a missing command, a volume type nodes do not support and a probe on a port the container
 // does not have each get a reason and an event; the node's other pods carry on.
 func (c *agentCluster) testUnrunnable(t *testing.T) {
-	c.k.must(podManifest("nocmd", "/no/such/program", "x", ""), "apply", "-f", "-")
-	c.k.must(podManifest("nopvc", c.podBin, "tick", `    volumeMounts: [{name: data, mountPath: /data}]
+	c.k.must(podManifestOf("nocmd", c.podImage, "/no/such/program", "x", ""), "apply", "-f", "-")
+	c.k.must(c.podManifest("nopvc", "tick", `    volumeMounts: [{name: data, mountPath: /data}]
   volumes:
   - name: data
     persistentVolumeClaim: {claimName: absent}
 `), "apply", "-f", "-")
-	c.k.must(podManifest("badprobe", c.podBin, "tick", `    readinessProbe:
+	c.k.must(c.podManifest("badprobe", "tick", `    readinessProbe:
       httpGet: {path: /, port: nope}
       periodSeconds: 1
 `), "apply", "-f", "-")
@@ -391,7 +400,7 @@ func (c *agentCluster) testUnrunnable(t *testing.T) {
 }
 
 func (c *agentCluster) testStreaming(t *testing.T) {
-	c.k.must(podManifest("ticker", c.podBin, "tick", ""), "apply", "-f", "-")
+	c.k.must(c.podManifest("ticker", "tick", ""), "apply", "-f", "-")
 	c.k.must("", "wait", "--for=condition=Ready", "pod/ticker", "--timeout=60s")
 	t.Run("logs -f", func(t *testing.T) {
 		out := c.background(t, nil, "logs", "-f", "ticker")
@@ -401,7 +410,7 @@ func (c *agentCluster) testStreaming(t *testing.T) {
 			return strings.Count(out.String(), "tick ") >= seen+5, out.String()
 		})
 	})
-	web := c.webOn["node-b"]
+	web := c.webOn[c.streamNode]
 	t.Run("exec", func(t *testing.T) {
 		c.k.t = t
 		contains(t, c.k.must("", "exec", web, "--", c.podBin, "echo", "over", "websocket"), "over websocket")
@@ -421,7 +430,7 @@ func (c *agentCluster) testStreaming(t *testing.T) {
 		eventually(t, 20*time.Second, "ticks through attach over SPDY", func() (bool, string) {
 			return strings.Count(out.String(), "tick ") >= 2, out.String()
 		})
-		c.k.must(podManifest("repl", c.podBin, "cat", "    stdin: true\n    stdinOnce: true\n  restartPolicy: Never\n"), "apply", "-f", "-")
+		c.k.must(c.podManifest("repl", "cat", "    stdin: true\n    stdinOnce: true\n  restartPolicy: Never\n"), "apply", "-f", "-")
 		c.k.must("", "wait", "--for=condition=Ready", "pod/repl", "--timeout=60s")
 		// stdinOnce: the end of kubectl's stdin ends cat, and so the session.
 		contains(t, c.k.must("typed into attach\n", "attach", "-i", "repl"), "typed into attach")
@@ -433,12 +442,12 @@ func (c *agentCluster) testStreaming(t *testing.T) {
 	})
 	t.Run("stats summary", func(t *testing.T) {
 		c.k.t = t
-		raw := c.k.must("", "get", "--raw", "/api/v1/nodes/node-b/proxy/stats/summary")
+		raw := c.k.must("", "get", "--raw", "/api/v1/nodes/"+c.streamNode+"/proxy/stats/summary")
 		var sum statsv1.Summary
 		if err := json.Unmarshal([]byte(raw), &sum); err != nil {
 			t.Fatalf("decode the summary: %v\n%s", err, raw)
 		}
-		if sum.Node.NodeName != "node-b" || sum.Node.Memory == nil || sum.Node.CPU == nil {
+		if sum.Node.NodeName != c.streamNode || sum.Node.Memory == nil || sum.Node.CPU == nil {
 			t.Fatalf("node stats %+v", sum.Node)
 		}
 		found := false
@@ -448,7 +457,7 @@ func (c *agentCluster) testStreaming(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("the summary of node-b has no memory usage for %s: %s", web, raw)
+			t.Errorf("the summary of %s has no memory usage for %s: %s", c.streamNode, web, raw)
 		}
 	})
 	for _, pf := range []struct{ name, env string }{

@@ -156,6 +156,10 @@ func TestContainerdPod(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if got := nd.rt.SandboxImage(ctx); got != containerdtest.PauseImage {
+		t.Errorf("SandboxImage %q, want %q", got, containerdtest.PauseImage)
+	}
+
 	t.Run("reachable from the node", func(t *testing.T) {
 		var body string
 		poll(t, 20*time.Second, func() error {
