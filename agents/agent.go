@@ -183,6 +183,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: id.NodeName})
 	// containerd is asked first: the node reports its version, and is not Ready while it is down.
 	var crt *cri.Runtime
 	runtimeVersion, healthy := process.RuntimeName+"://"+process.Version, func() error { return nil }
@@ -199,15 +203,12 @@ func Run(ctx context.Context, cfg Config) error {
 		healthy = func() error {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if ok, why := crt.Ready(ctx); !ok {
-				return errors.New(why)
-			}
-			return nil
+			return crt.Healthy(ctx)
 		}
 	}
 	node, err := kubelet.NewNode(cs, kubelet.NodeConfig{Name: id.NodeName, Labels: cfg.Labels, Taints: cfg.Taints,
 		LeaseDuration: cfg.LeaseDuration, RenewInterval: cfg.LeaseDuration / 4,
-		KubeletVersion: version.Get().GitVersion, RuntimeVersion: runtimeVersion, Healthy: healthy,
+		KubeletVersion: version.Get().GitVersion, RuntimeVersion: runtimeVersion, Healthy: healthy, Recorder: recorder,
 		Host: func() (kubelet.Host, error) { return kubelet.ReadHost(cfg.DataDir, cfg.NodeIP) }, Logger: log})
 	if err != nil {
 		return err
@@ -246,10 +247,6 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		rt, runtimeName, serveStream = prt, RuntimeProcess, prt.Start
 	}
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: id.NodeName})
 
 	// Services: one watch of Services and EndpointSlices for the kubelet's service links, the proxy and DNS.
 	svcInf := newServiceInformers(cs)

@@ -13,7 +13,9 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 )
 
@@ -32,6 +34,9 @@ type NodeConfig struct {
 	Host func() (Host, error)
 	// Healthy reports why the node cannot run pods (the runtime is down, ...); nil: Ready.
 	Healthy func() error
+	// Recorder, when set, records the Node's NodeReady / NodeNotReady events when its Ready condition changes,
+	// as kubelet's ("Node n1 status is now: NodeNotReady").
+	Recorder record.EventRecorder
 	// LeaseDuration is the Lease's leaseDurationSeconds (default 40 s); the Lease renews every RenewInterval
 	// (default 10 s); the status is checked every StatusInterval (default 10 s) and posted when it changed or
 	// ReportInterval (default 5 min, upstream's nodeStatusReportFrequency) has passed.
@@ -79,6 +84,8 @@ type Node struct {
 	reported time.Time
 	// lease is the Lease as last written (nil: read it before the next renewal).
 	lease *coordinationv1.Lease
+	// lastReady is the Ready status last posted (for the NodeReady / NodeNotReady events).
+	lastReady corev1.ConditionStatus
 }
 
 // NewNode returns a Node for the cluster behind cs (a client with the node's credential).
@@ -202,6 +209,7 @@ func (n *Node) postStatus(ctx context.Context, h Host, force bool) error {
 		out, err := n.cs.CoreV1().Nodes().UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if err == nil {
 			n.node, n.reported = out, now
+			n.readyEvent(condition(out, corev1.NodeReady).Status)
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt == 3 {
@@ -211,6 +219,33 @@ func (n *Node) postStatus(ctx context.Context, h Host, force bool) error {
 			return fmt.Errorf("kubelet: node status: %w", err)
 		}
 	}
+}
+
+// readyEvent records NodeReady or NodeNotReady when the Ready status this kubelet posted changed.
+func (n *Node) readyEvent(ready corev1.ConditionStatus) {
+	if ready == n.lastReady {
+		return
+	}
+	n.lastReady = ready
+	if n.cfg.Recorder == nil {
+		return
+	}
+	reason := "NodeNotReady"
+	if ready == corev1.ConditionTrue {
+		reason = "NodeReady"
+	}
+	ref := &corev1.ObjectReference{Kind: "Node", Name: n.cfg.Name, UID: types.UID(n.cfg.Name)}
+	n.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, reason, "Node %s status is now: %s", n.cfg.Name, reason)
+}
+
+// condition is the node's condition of type t (zero when it has none).
+func condition(node *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
+	for _, c := range node.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
 }
 
 // sameStatus compares statuses without the conditions' heartbeat times.

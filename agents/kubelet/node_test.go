@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,8 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	criruntime "github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri/fakecri"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/fake"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi/apitest"
 	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
@@ -53,15 +58,6 @@ func newFakeHost() *fakeHost {
 	return &fakeHost{h: Host{Hostname: "box", CPUs: 4, MemoryBytes: 8 << 30, MemoryAvailableBytes: 6 << 30,
 		DiskBytes: 100 << 30, DiskAvailableBytes: 50 << 30, PIDs: 300, PIDMax: 4194304, MachineID: "m-1", BootID: "b-1",
 		KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)", Arch: "amd64", InternalIP: "10.0.0.5"}}
-}
-
-func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
-	for _, c := range n.Status.Conditions {
-		if c.Type == t {
-			return c
-		}
-	}
-	return corev1.NodeCondition{}
 }
 
 func TestNodeRegistersAndReports(t *testing.T) {
@@ -275,5 +271,59 @@ func TestLeaseRenewalWritesWithoutReading(t *testing.T) {
 	after, _ := admin.CoordinationV1().Leases("kube-node-lease").Get(t.Context(), "n1", metav1.GetOptions{})
 	if after.Labels["touched"] != "yes" || !after.Spec.RenewTime.Time.Equal(clk.Now().Truncate(time.Microsecond)) {
 		t.Fatalf("lease after the re-read: labels %v, renewed %v", after.Labels, after.Spec.RenewTime)
+	}
+}
+
+// TestNodeRuntimeDown: with containerd's health (a CRI runtime's Ready, here an in-process CRI server) the node
+// goes NotReady with kubelet's message while the runtime is down and Ready again when it is back, with a
+// NodeNotReady and a NodeReady event.
+func TestNodeRuntimeDown(t *testing.T) {
+	api, _ := apitest.New(t)
+	admin := apitest.Admin(t, api, "c1")
+	srv := fakecri.Start(t, fake.New())
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	rt, err := criruntime.Open(ctx, criruntime.Config{Endpoint: srv.Endpoint(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	clk := clocktesting.NewFakeClock(time.Now())
+	events := record.NewFakeRecorder(10)
+	n, err := NewNode(nodeClient(t, api, "n1"), NodeConfig{Name: "n1", Host: newFakeHost().read, Clock: clk, Recorder: events,
+		Healthy: func() error { return rt.Healthy(t.Context()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	ready := func(want corev1.ConditionStatus, msg string) func() bool {
+		return func() bool {
+			clk.Step(10 * time.Second)
+			node, err := admin.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+			c := condition(node, corev1.NodeReady)
+			return err == nil && c.Status == want && strings.HasPrefix(c.Message, msg)
+		}
+	}
+	apitest.Eventually(t, "Ready", ready(corev1.ConditionTrue, "kubelet is posting ready status"))
+	srv.Down()
+	apitest.Eventually(t, "NotReady: the runtime is down", ready(corev1.ConditionFalse, "container runtime is down"))
+	if err := srv.Up(); err != nil {
+		t.Fatal(err)
+	}
+	apitest.Eventually(t, "Ready again", ready(corev1.ConditionTrue, "kubelet is posting ready status"))
+	var got []string
+	for len(events.Events) > 0 {
+		got = append(got, <-events.Events)
+	}
+	want := []string{"Normal NodeReady Node n1 status is now: NodeReady", "Normal NodeNotReady Node n1 status is now: NodeNotReady",
+		"Normal NodeReady Node n1 status is now: NodeReady"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -202,3 +202,11 @@ func (r *Runtime) SandboxImage(ctx context.Context) string {
 	}
 	return cfg.SandboxImage
 }
+
+// Healthy is Ready as an error (nil when ready), for the Node's Ready condition (kubelet.NodeConfig.Healthy).
+func (r *Runtime) Healthy(ctx context.Context) error {
+	if ok, why := r.Ready(ctx); !ok {
+		return errors.New(why)
+	}
+	return nil
+}
