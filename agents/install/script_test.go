@@ -450,13 +450,13 @@ func TestScriptContainerd(t *testing.T) {
 	const ctdConf = "etc/containerd/config.toml"
 	writeFile(t, filepath.Join(m.root, ctdConf), []byte("# the distribution's\n"))
 	args := []string{"--server", srv.URL, "--token", srv.Token, "--node-name", "node-1"}
-	out, err := m.install(t, script, append(args, "--runtime", "containerd", "--proxy-mode", "nftables")...)
+	out, err := m.install(t, script, append(args, "--runtime", "containerd", "--proxy-mode", "nftables", "--pause-image", "mirror.example/pause:3.10")...)
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, out)
 	}
 	conf := m.read(t, ctdConf)
 	for _, want := range []string{"# Written by the Wheelhouse installer", "restrict_oom_score_adj = true",
-		`runtime_type = "io.containerd.runc.v2"`, "SystemdCgroup = false", `bin_dir = "/usr/lib/cni"`, `conf_dir = "/etc/cni/net.d"`} {
+		`runtime_type = "io.containerd.runc.v2"`, "SystemdCgroup = false", `bin_dir = "/usr/lib/cni"`, `conf_dir = "/etc/cni/net.d"`, `sandbox_image = "mirror.example/pause:3.10"`} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("config.toml lacks %q:\n%s", want, conf)
 		}
@@ -476,7 +476,7 @@ func TestScriptContainerd(t *testing.T) {
 		t.Errorf("systemctl calls:\n%s\nwant:\n%s", got, want)
 	}
 
-	// A rerun without --runtime keeps containerd and changes nothing.
+	// A rerun without --runtime (nor --pause-image) keeps containerd as it is and changes nothing.
 	out, err = m.install(t, script, args...)
 	if err != nil || !strings.Contains(out, "nothing changed") {
 		t.Fatalf("rerun: %v\n%s", err, out)
