@@ -18,6 +18,10 @@ type AgentConfig struct {
 	Repetitions int
 	// RSSPods is how many pods run on one real agent while its memory is read (default 100; negative: skip).
 	RSSPods int
+	// RuntimePods is how many pods the runtime comparison pins to each runtime's agent per repetition
+	// (default 50, the issue's; negative: skip); it needs containerd (Debian's package), else only the process
+	// runtime is measured.
+	RuntimePods int
 	// HollowNodes hollow nodes (default 1,000; negative: skip the hollow scenario) run HollowPodsPerNode pods
 	// each (default 30) from one Deployment, HollowReps times (default 1).
 	HollowNodes       int
@@ -44,7 +48,7 @@ type AgentConfig struct {
 // QuickAgentConfig shrinks cfg to a smoke run of under a minute.
 func QuickAgentConfig(cfg AgentConfig) AgentConfig {
 	cfg.Quick = true
-	cfg.StartupPods, cfg.Repetitions, cfg.RSSPods, cfg.CreateRate = 20, 1, 10, 40
+	cfg.StartupPods, cfg.Repetitions, cfg.RSSPods, cfg.CreateRate, cfg.RuntimePods = 20, 1, 10, 40, 10
 	cfg.HollowNodes, cfg.HollowPodsPerNode, cfg.HollowReps = 20, 5, 1
 	cfg.Steady = 2 * time.Second
 	return cfg
@@ -61,6 +65,7 @@ func (cfg *AgentConfig) setDefaults() {
 	def(&cfg.CreateRate, 20)
 	def(&cfg.Repetitions, 3)
 	def(&cfg.RSSPods, 100)
+	def(&cfg.RuntimePods, 50)
 	def(&cfg.HollowNodes, 1000)
 	def(&cfg.HollowPodsPerNode, 30)
 	def(&cfg.HollowReps, 1)

@@ -32,6 +32,7 @@ func AgentReport(res *AgentResults) string {
 	}
 	agentStartupReport(p, res)
 	agentRSSReport(p, res)
+	agentRuntimesReport(p, res)
 	agentHollowReport(p, res)
 	p("### Method")
 	p("")
@@ -44,7 +45,9 @@ func AgentReport(res *AgentResults) string {
 	p("(bound: until it shows spec.nodeName); then they are deleted together and timed until the last is gone.")
 	p("The process runtime pulls no images, as the upstream SLO excludes pulls. **Memory**: %d pods bound to the", res.Shape.RSSPods)
 	p("first agent; its RSS is the median of one-second samples over %s of steady state; each container also has", res.Shape.Steady)
-	p("a shim process (the same binary), counted apart by PSS. **Hollow**: the real agents are stopped, a cluster")
+	p("a shim process (the same binary), counted apart by PSS.")
+	agentRuntimesMethod(p, res)
+	p("**Hollow**: the real agents are stopped, a cluster")
 	p("`%s` (pod CIDR %s) is created and one `wheelhouse agent --hollow %d` joins with one token;", hollowCluster, hollowPodCIDR, res.Shape.HollowNodes)
 	p("each hollow node registers, renews its Lease every 10 s, posts status and runs its pods on the in-memory")
 	p("runtime (containers Running at once, probes pass). A Deployment of %d × %d replicas is created; each pod is", res.Shape.HollowNodes, res.Shape.HollowPodsPerNode)

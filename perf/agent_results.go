@@ -11,7 +11,8 @@ type AgentResults struct {
 	Version           string
 	Shape             AgentShape
 	Startup           []AgentStartupRep
-	RSS               *AgentRSS `json:",omitempty"`
+	RSS               *AgentRSS      `json:",omitempty"`
+	Runtimes          *AgentRuntimes `json:",omitempty"`
 	Hollow            []AgentHollowRep
 	// Errors are failures outside one measurement (set-up); the measurements carry their own.
 	Errors []string `json:",omitempty"`
@@ -20,6 +21,7 @@ type AgentResults struct {
 // AgentShape is the run's size.
 type AgentShape struct {
 	StartupPods, RealAgents, CreateRate, Repetitions, RSSPods int
+	RuntimePods                                               int
 	HollowNodes, HollowPodsPerNode, HollowReps                int
 	Steady                                                    time.Duration
 }
@@ -69,4 +71,60 @@ type AgentHollowRep struct {
 	AllRunning time.Duration
 	P50, P99   time.Duration
 	Err        string `json:",omitempty"`
+}
+
+// AgentRuntimes compares the runtimes: one agent per runtime, each in a network namespace of its own, and per
+// repetition Pods pods pinned to each agent in turn (the repetitions interleave the runtimes).
+type AgentRuntimes struct {
+	Pods int
+	// ContainerdVersion is the runtime version the containerd agent's node reports.
+	ContainerdVersion string `json:",omitempty"`
+	// Images is how long building (or finding in the cache) and importing the pause and podserver images took,
+	// before anything is timed.
+	Images time.Duration
+	Reps   []AgentRuntimeRep
+	// Err is a set-up failure (containerd could not be started: only the process runtime is measured).
+	Err string `json:",omitempty"`
+}
+
+// AgentRuntimeRep is one runtime's repetition: pods timed as AgentStartupRep's, and the CPU and memory of the
+// runtime's processes while they start.
+type AgentRuntimeRep struct {
+	Runtime            string
+	Rep, Pods, Running int
+	// Lone is create → Running of one pod alone on the idle node, before the others; LoneCRI its CRI calls.
+	Lone    time.Duration
+	LoneCRI []AgentCRICall `json:",omitempty"`
+	// P50, P99 and Max of create → Running; BindP50/BindP99 of create → bound; Delete as AgentStartupRep's;
+	// SandboxesGone from the delete until containerd held no sandbox (the agent removes them after the pods
+	// are gone from the API; zero for the process runtime, whose sandboxes hold no process).
+	P50, P99, Max    time.Duration
+	BindP50, BindP99 time.Duration
+	Delete           time.Duration
+	SandboxesGone    time.Duration `json:",omitempty"`
+	// Window is from the first create call until the last pod was Running: what the CPU times cover.
+	Window time.Duration
+	// CPU seconds over the window: the agent's own; containerd's with the processes it ran and waited for (CNI
+	// plugins, the shims' start commands); the shims' with the processes they waited for (runc) and their
+	// children (the containers, from runc's or the process runtime's init on).
+	AgentCPU, ContainerdCPU, ShimsCPU float64
+	// MachineCores is how many of the machine's cores were busy on average over the window (every process:
+	// user, system, interrupts); MachineSteal how many the hypervisor gave to others (steal time).
+	MachineCores, MachineSteal float64
+	// AgentIdleRSS is the agent's RSS before the first create; AgentPeakRSS and ContainerdPeakRSS the highest
+	// of samples every 100 ms over the window.
+	AgentIdleRSS, AgentPeakRSS, ContainerdPeakRSS int64
+	// Shims and ShimsPSS: the runtime's shim processes once every pod ran, and their summed PSS.
+	Shims    int
+	ShimsPSS int64
+	// CRI is, for containerd, how long its CRI calls took over the window, from its log.
+	CRI []AgentCRICall `json:",omitempty"`
+	Err string         `json:",omitempty"`
+}
+
+// AgentCRICall is how long containerd took to answer one kind of CRI call.
+type AgentCRICall struct {
+	Call          string
+	Calls         int
+	P50, P99, Max time.Duration
 }

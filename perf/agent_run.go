@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -58,7 +60,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentResults, error) {
 	}
 	r := &agentRunner{cfg: cfg, log: cfg.Logger, dir: dir, token: newToken(), res: &AgentResults{Started: time.Now(),
 		Quick: cfg.Quick, Command: cfg.Command, Shape: AgentShape{StartupPods: cfg.StartupPods, RealAgents: cfg.RealAgents,
-			CreateRate: cfg.CreateRate, Repetitions: cfg.Repetitions, RSSPods: cfg.RSSPods, HollowNodes: cfg.HollowNodes,
+			CreateRate: cfg.CreateRate, Repetitions: cfg.Repetitions, RSSPods: cfg.RSSPods, RuntimePods: cfg.RuntimePods, HollowNodes: cfg.HollowNodes,
 			HollowPodsPerNode: cfg.HollowPodsPerNode, HollowReps: cfg.HollowReps, Steady: cfg.Steady}}}
 	if !cfg.KeepTemp {
 		r.defer_(func() { os.RemoveAll(dir) })
@@ -87,7 +89,11 @@ func (r *agentRunner) run(ctx context.Context) error {
 	} else {
 		r.res.Version = r.bin + " (" + binaryVersion(r.bin) + ")"
 	}
-	teardown, err := setupNetns(r.cfg.RealAgents)
+	netns := r.cfg.RealAgents
+	if r.cfg.RuntimePods > 0 {
+		netns += 2 // one agent per runtime
+	}
+	teardown, err := setupNetns(netns)
 	r.defer_(teardown)
 	if err != nil {
 		return err
@@ -114,6 +120,9 @@ func (r *agentRunner) run(ctx context.Context) error {
 		r.log.Info("agent memory", "idle", fmtBytes(float64(r.res.RSS.IdleRSS)), "with-pods", fmtBytes(float64(r.res.RSS.RSS)), "err", r.res.RSS.Err)
 	}
 	r.stopRealAgents()
+	if r.cfg.RuntimePods > 0 && ctx.Err() == nil {
+		r.res.Runtimes = r.runtimes(ctx)
+	}
 	if r.cfg.HollowNodes > 0 && ctx.Err() == nil {
 		r.hollow(ctx)
 	}
@@ -121,55 +130,80 @@ func (r *agentRunner) run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// startRealAgents joins RealAgents agents, each in its namespace, and waits until their nodes are Ready and
-// their pod networks up (a first pod on each one runs).
+// realAgent is one real agent to start: its node's name, the network namespace it runs in, the flags that
+// choose its runtime (none: the process runtime) and the pods it runs (the warm-up pod and the measured ones).
+type realAgent struct {
+	node, netns string
+	args        []string
+	pod         func(name, node string) *corev1.Pod
+}
+
+// startRealAgents joins RealAgents process-runtime agents, each in its namespace, and waits until their nodes
+// are Ready and their pod networks up.
 func (r *agentRunner) startRealAgents(ctx context.Context) error {
-	jt, err := r.srv.joinToken(ctx, clusterID, r.cfg.RealAgents)
-	if err != nil {
-		return err
+	specs := make([]realAgent, r.cfg.RealAgents)
+	for i := range specs {
+		specs[i] = realAgent{node: "perf-agent-" + strconv.Itoa(i), netns: perfNetns(i), pod: sleepPod}
 	}
-	for i := range r.cfg.RealAgents {
-		name := "perf-agent-" + strconv.Itoa(i)
-		dir := filepath.Join(r.dir, name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		a, err := startAgent(name, r.bin, perfNetns(i), filepath.Join(dir, "agent.log"), "--server", r.srv.base,
-			"--token", jt, "--node-name", name, "--data-dir", dir, "--log-level", "warn")
-		if err != nil {
-			return err
-		}
-		r.agents = append(r.agents, a)
-		r.nodes = append(r.nodes, name)
+	_, err := r.startAgents(ctx, specs)
+	return err
+}
+
+// startAgents joins the agents with one join token and waits until their nodes are Ready and their pod
+// networks up (a first pod on each one runs), and returns them in specs' order. They join r.agents and
+// r.nodes; stopRealAgents, also run as a cleanup, deletes their pods and stops them.
+func (r *agentRunner) startAgents(ctx context.Context, specs []realAgent) ([]*child, error) {
+	jt, err := r.srv.joinToken(ctx, clusterID, len(specs))
+	if err != nil {
+		return nil, err
 	}
 	r.defer_(r.stopRealAgents)
-	r.log.Info("waiting for the real agents", "count", len(r.nodes))
+	var (
+		nodes  []string
+		agents []*child
+	)
+	for _, s := range specs {
+		dir := filepath.Join(r.dir, s.node)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		args := append([]string{"--server", r.srv.base, "--token", jt, "--node-name", s.node, "--data-dir", dir,
+			"--log-level", "warn"}, s.args...)
+		a, err := startAgent(s.node, r.bin, s.netns, filepath.Join(dir, "agent.log"), args...)
+		if err != nil {
+			return nil, err
+		}
+		r.agents, agents = append(r.agents, a), append(agents, a)
+		r.nodes = append(r.nodes, s.node)
+		nodes = append(nodes, s.node)
+	}
+	r.log.Info("waiting for the real agents", "nodes", nodes)
 	cs := r.srv.cs
 	if err := waitFor(ctx, 2*time.Minute, "real agents' nodes Ready", func() bool {
-		return readyNodes(ctx, cs) == len(r.nodes)
+		return nodesReady(ctx, cs, nodes)
 	}); err != nil {
-		return r.agentError(err)
+		return nil, r.agentError(err)
 	}
 	if err := createNamespace(ctx, cs, "warmup", time.Minute); err != nil {
-		return err
+		return nil, err
 	}
 	pt, err := newPodTimer(ctx, cs, "warmup")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer pt.Stop()
-	for _, n := range r.nodes {
-		if _, err := cs.CoreV1().Pods("warmup").Create(ctx, sleepPod("first-"+n, n), metav1.CreateOptions{}); err != nil {
-			return err
+	for _, s := range specs {
+		if _, err := cs.CoreV1().Pods("warmup").Create(ctx, s.pod("first-"+s.node, s.node), metav1.CreateOptions{}); err != nil {
+			return nil, err
 		}
 	}
 	if err := waitFor(ctx, 2*time.Minute, "a first pod Running on every agent", func() bool {
 		running, _, _ := pt.counts()
-		return running == len(r.nodes)
+		return running == len(specs)
 	}); err != nil {
-		return r.agentError(err)
+		return nil, r.agentError(fmt.Errorf("%w: %s", err, strings.Join(pt.notRunning(len(specs)), "; ")))
 	}
-	return deleteAll(ctx, cs, "warmup", pt, r.cfg.Timeout)
+	return agents, deleteAll(ctx, cs, "warmup", pt, r.cfg.Timeout)
 }
 
 // agentError adds the end of every agent's log to err.
@@ -180,8 +214,17 @@ func (r *agentRunner) agentError(err error) error {
 	return err
 }
 
-// stopRealAgents stops the agents (pods were deleted before) and kills any shim left behind.
+// stopRealAgents deletes what pods are left on the real agents' nodes (none, unless a step failed or the run
+// was interrupted: with a context of its own, so also then) and waits until the agents have stopped them; then
+// stops the agents and kills any shim left behind.
 func (r *agentRunner) stopRealAgents() {
+	if len(r.agents) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := deleteNodePods(ctx, r.srv.cs, r.nodes); err != nil {
+			r.log.Warn("pods left on the real agents", "err", err)
+		}
+		cancel()
+	}
 	for _, a := range r.agents {
 		a.Stop(15 * time.Second)
 	}
@@ -193,6 +236,47 @@ func (r *agentRunner) stopRealAgents() {
 		// The process runtime keeps its sandboxes' namespaces under a shared mount of its own.
 		_ = syscall.Unmount(filepath.Join(r.dir, n, "runtime", "netns"), syscall.MNT_DETACH)
 	}
+	r.nodes = nil
+}
+
+// deleteNodePods deletes every pod bound to one of nodes and waits until they are gone (their agents have
+// stopped them), until ctx ends.
+func deleteNodePods(ctx context.Context, cs kubernetes.Interface, nodes []string) error {
+	left := func() ([]corev1.Pod, error) {
+		var pods []corev1.Pod
+		for _, n := range nodes {
+			list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n})
+			if err != nil {
+				return nil, err
+			}
+			pods = append(pods, list.Items...)
+		}
+		return pods, nil
+	}
+	pods, err := left()
+	if err != nil || len(pods) == 0 {
+		return err
+	}
+	for _, p := range pods {
+		if err := cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return waitFor(ctx, time.Minute, fmt.Sprintf("%d pods gone from %v", len(pods), nodes), func() bool {
+		pods, err := left()
+		return err == nil && len(pods) == 0
+	})
+}
+
+// nodesReady says whether every one of the nodes is Ready.
+func nodesReady(ctx context.Context, cs kubernetes.Interface, nodes []string) bool {
+	for _, name := range nodes {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || !nodeReady(n) {
+			return false
+		}
+	}
+	return true
 }
 
 // readyNodes counts the Ready nodes.
@@ -202,14 +286,21 @@ func readyNodes(ctx context.Context, cs kubernetes.Interface) int {
 		return -1
 	}
 	n := 0
-	for _, node := range list.Items {
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
+	for i := range list.Items {
+		if nodeReady(&list.Items[i]) {
+			n++
 		}
 	}
 	return n
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteAll deletes every pod of ns and waits until the timer has seen them go.

@@ -31,8 +31,10 @@
 //
 // The fourth, cmd/agentperf (RunAgent), measures the node agent with the real binary: pod startup latency on
 // real agents (process runtime, each in a network namespace of its own), one agent's memory with many pods,
-// and the server's CPU and memory under many hollow nodes (`wheelhouse agent --hollow N`) running a large
-// Deployment. It writes its own block (AgentReport, WriteAgentReport).
+// the process runtime and containerd side by side (one agent each, containerd started by
+// agents/runtime/cri/containerdtest in its agent's namespace: pod startup latency, CPU and memory of the agent,
+// containerd and the shims), and the server's CPU and memory under many hollow nodes (`wheelhouse agent
+// --hollow N`) running a large Deployment. It writes its own block (AgentReport, WriteAgentReport).
 //
 // The fifth, cmd/dashperf (RunDash), measures the dashboard with the real binary: write-to-DOM latency in
 // headless Chromium, the pods page at 10,000 pods, memory per connected tab and 200 websocket tabs under pod

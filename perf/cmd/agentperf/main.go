@@ -1,7 +1,8 @@
 // Command agentperf measures the node agent with the real binary: pod startup latency on real agents (process
-// runtime, each in its own network namespace), one agent's memory with many pods, and the server's CPU and
-// memory under many hollow nodes (`wheelhouse agent --hollow N`); it writes its block of docs/perf.md.
-// `agentperf report` renders that block again from a run's --json results. Needs root.
+// runtime, each in its own network namespace), one agent's memory with many pods, the process runtime and
+// containerd side by side (one agent each), and the server's CPU and memory under many hollow nodes
+// (`wheelhouse agent --hollow N`); it writes its block of docs/perf.md. `agentperf report` renders that block
+// again from a run's --json results. Needs root.
 package main
 
 import (
@@ -36,12 +37,13 @@ func main() {
 func parseFlags(args []string) (perf.AgentConfig, error) {
 	var cfg perf.AgentConfig
 	fs := flag.NewFlagSet("agentperf", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "smoke run under a minute: 20 startup pods once, 20 pods for memory, 20 hollow nodes × 5 pods")
+	quick := fs.Bool("quick", false, "smoke run under a minute: 20 startup pods once, 10 pods for memory, 10 per runtime, 20 hollow nodes × 5 pods")
 	fs.IntVar(&cfg.StartupPods, "pods", 100, "pods per repetition of the startup scenario")
 	fs.IntVar(&cfg.RealAgents, "agents", 2, "real agents (process runtime), each in its own network namespace")
 	fs.IntVar(&cfg.CreateRate, "rate", 20, "pod creates per second (open loop) in the startup and memory scenarios")
 	fs.IntVar(&cfg.Repetitions, "reps", 3, "repetitions of the startup scenario; the report shows medians")
 	fs.IntVar(&cfg.RSSPods, "rss-pods", 100, "pods on one agent while its memory is read (negative: skip)")
+	fs.IntVar(&cfg.RuntimePods, "runtime-pods", 50, "pods per repetition on each runtime's agent (process and containerd) in the runtime comparison (negative: skip)")
 	fs.IntVar(&cfg.HollowNodes, "hollow", 1000, "hollow nodes (negative: skip the hollow scenario)")
 	fs.IntVar(&cfg.HollowPodsPerNode, "hollow-pods", 30, "pods per hollow node (one Deployment)")
 	fs.IntVar(&cfg.HollowReps, "hollow-reps", 1, "repetitions of the hollow Deployment")
@@ -75,6 +77,7 @@ func parseFlags(args []string) (perf.AgentConfig, error) {
 		keep("pods", &q.StartupPods, cfg.StartupPods)
 		keep("reps", &q.Repetitions, cfg.Repetitions)
 		keep("rss-pods", &q.RSSPods, cfg.RSSPods)
+		keep("runtime-pods", &q.RuntimePods, cfg.RuntimePods)
 		keep("hollow", &q.HollowNodes, cfg.HollowNodes)
 		keep("hollow-pods", &q.HollowPodsPerNode, cfg.HollowPodsPerNode)
 		keep("hollow-reps", &q.HollowReps, cfg.HollowReps)

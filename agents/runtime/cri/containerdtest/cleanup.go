@@ -14,17 +14,16 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// cleanupTimeout bounds each waiting step of the cleanup (containerd's exit, processes dying).
+// cleanupTimeout bounds each waiting step of Close (containerd's exit, processes dying).
 const cleanupTimeout = 10 * time.Second
 
-// cleanup removes everything the instance created, in an order that works whether containerd is healthy,
+// Close removes everything the instance created, in an order that works whether containerd is healthy,
 // crashed or wedged:
 //
 //  1. through CRI (if containerd still runs), stop and remove every pod sandbox, which stops and removes its
@@ -37,40 +36,51 @@ const cleanupTimeout = 10 * time.Second
 //     parent): SIGKILL their processes (the containers of a killed shim), then remove them;
 //  5. unmount every mount under Dir (snapshot rootfs overlays, sandbox /dev/shm, netns bind mounts), deepest
 //     first, detached;
-//  6. remove Root, State and the socket dir; the last instance of the process also removes the host-wide
-//     directories that did not exist before the first one started (see hostDirs).
+//  6. remove Root, State and the socket dir (all of Dir if Launch created it); the last live instance of the
+//     process also removes the host-wide directories that did not exist before the first one started (see
+//     hostDirs).
 //
+// Every step runs even when an earlier one failed; the error joins what went wrong in any of them.
 // Cgroup parents that CRI's caller names (LinuxPodSandboxConfig.cgroup_parent) are the caller's to remove.
-// If the test failed, the last 100 lines of containerd's log are logged.
-func (c *Containerd) cleanup(t testing.TB) {
+// Close may be called more than once; later calls return the first one's result.
+func (c *Containerd) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.cleanup() })
+	return c.closeErr
+}
+
+// cleanup is Close's work, done once.
+func (c *Containerd) cleanup() error {
 	defer hostDirs.release()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var errs []error
 	if c.cmd != nil {
-		c.removePods(ctx, t)
-		c.stop(t)
+		errs = append(errs, c.removePods(ctx), c.stop())
 	}
 	if c.conn != nil {
 		_ = c.conn.Close()
 	}
 	ids := c.taskIDs()
-	c.killShims(t)
+	errs = append(errs, c.killShims())
 	removeShimSockets(c.shimSockets())
 	for _, h := range cgroupHierarchies() {
-		if err := removeCgroups(h, ids); err != nil {
-			t.Errorf("containerdtest: cleanup: %v", err)
+		errs = append(errs, removeCgroups(h, ids))
+	}
+	if err := c.unmountAll(); err != nil {
+		errs = append(errs, err)
+	} else {
+		dirs := []string{c.Root, c.State, c.sockDir}
+		if c.ownDir {
+			dirs = []string{c.Dir, c.sockDir}
+		}
+		for _, d := range dirs {
+			errs = append(errs, os.RemoveAll(d))
 		}
 	}
-	if c.unmountAll(t) {
-		for _, d := range []string{c.Root, c.State, c.sockDir} {
-			if err := os.RemoveAll(d); err != nil {
-				t.Errorf("containerdtest: cleanup: %v", err)
-			}
-		}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("containerdtest: close: %w", err)
 	}
-	if t.Failed() {
-		c.logTail(t, 100)
-	}
+	return nil
 }
 
 // running says whether containerd has not exited.
@@ -84,46 +94,47 @@ func (c *Containerd) running() bool {
 }
 
 // removePods stops and removes every pod sandbox through CRI.
-func (c *Containerd) removePods(ctx context.Context, t testing.TB) {
+func (c *Containerd) removePods(ctx context.Context) error {
 	if !c.running() {
-		t.Logf("containerdtest: containerd had exited (%v); forcing the cleanup", c.waitErr)
-		return
+		c.log.Warn("containerd had exited; forcing the cleanup", "err", c.waitErr)
+		return nil
 	}
 	if c.conn == nil {
-		return
+		return nil
 	}
 	rt := c.Runtime()
 	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
-		t.Errorf("containerdtest: cleanup: list sandboxes: %v", err)
-		return
+		return fmt.Errorf("list sandboxes: %w", err)
 	}
+	var errs []error
 	for _, sb := range list.Items {
 		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			t.Errorf("containerdtest: cleanup: stop sandbox %s: %v", sb.Id, err)
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.Id, err))
 		}
 		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			t.Errorf("containerdtest: cleanup: remove sandbox %s: %v", sb.Id, err)
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // stop sends containerd SIGTERM and waits for it to exit, sending SIGKILL after cleanupTimeout.
-func (c *Containerd) stop(t testing.TB) {
+func (c *Containerd) stop() error {
 	if !c.running() {
-		return
+		return nil
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	timer := time.NewTimer(cleanupTimeout)
 	defer timer.Stop()
 	select {
 	case <-c.exited:
-		return
+		return nil
 	case <-timer.C:
 	}
-	t.Errorf("containerdtest: cleanup: containerd did not exit %s after SIGTERM; killing it", cleanupTimeout)
 	_ = c.cmd.Process.Kill()
 	<-c.exited
+	return fmt.Errorf("containerd did not exit %s after SIGTERM; killed it", cleanupTimeout)
 }
 
 // taskIDs are the IDs of the tasks (runtime v2 bundles, any namespace) and of the CRI sandboxes and
@@ -147,28 +158,31 @@ func (c *Containerd) taskIDs() map[string]bool {
 	return ids
 }
 
-// killShims SIGKILLs the shims of this instance (found by their command line: "-address <Socket>", or a path
-// under Root or State) and waits until they are gone.
-func (c *Containerd) killShims(t testing.TB) {
-	mine := func(args []string) bool {
-		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
-			return false
-		}
-		return slices.ContainsFunc(args[1:], func(a string) bool {
-			return a == c.Socket || within(a, c.Root) || within(a, c.State)
-		})
+// ownShim says whether a command line is one of this instance's shims: "-address <Socket>", or a path under
+// Root or State.
+func (c *Containerd) ownShim(args []string) bool {
+	if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
+		return false
 	}
+	return slices.ContainsFunc(args[1:], func(a string) bool {
+		return a == c.Socket || within(a, c.Root) || within(a, c.State)
+	})
+}
+
+// killShims SIGKILLs the shims of this instance and waits until they are gone.
+func (c *Containerd) killShims() error {
 	var pids []int
 	for _, p := range processes() {
-		if mine(p.args) {
-			t.Logf("containerdtest: cleanup: killing leftover shim %d: %s", p.pid, strings.Join(p.args, " "))
+		if c.ownShim(p.args) {
+			c.log.Warn("killing a leftover shim", "pid", p.pid, "cmdline", strings.Join(p.args, " "))
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 			pids = append(pids, p.pid)
 		}
 	}
 	if err := waitGone(pids); err != nil {
-		t.Errorf("containerdtest: cleanup: shims: %v", err)
+		return fmt.Errorf("shims: %w", err)
 	}
+	return nil
 }
 
 // shimSockets are the sockets of the instance's shims that may outlive them, from the "address" file the
@@ -198,10 +212,11 @@ func removeShimSockets(socks []string) {
 	}
 }
 
-// unmountAll unmounts every mount under Dir and the socket dir, deepest first (MNT_DETACH), and reports
-// whether none is left.
-func (c *Containerd) unmountAll(t testing.TB) bool {
+// unmountAll unmounts every mount under Dir and the socket dir, deepest first (MNT_DETACH), and fails if
+// some are left.
+func (c *Containerd) unmountAll() error {
 	mine := func(m string) bool { return within(m, c.Dir) || within(m, c.sockDir) }
+	var errs []error
 	for range 5 {
 		var left []string
 		for _, m := range mountPoints() {
@@ -210,32 +225,30 @@ func (c *Containerd) unmountAll(t testing.TB) bool {
 			}
 		}
 		if len(left) == 0 {
-			return true
+			return nil
 		}
 		// Deepest first: a parent detached before its children takes them along and they vanish.
 		slices.SortFunc(left, func(a, b string) int { return len(b) - len(a) })
 		for _, m := range left {
 			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-				t.Errorf("containerdtest: cleanup: unmount %s: %v", m, err)
+				errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
 			}
 		}
 	}
-	t.Errorf("containerdtest: cleanup: mounts left under %s; not removing it", c.Dir)
-	return false
+	return errors.Join(append(errs, fmt.Errorf("mounts left under %s; not removing it", c.Dir))...)
 }
 
-// logTail logs the last n lines of containerd's log.
-func (c *Containerd) logTail(t testing.TB, n int) {
+// tail is the last n lines of containerd's log.
+func (c *Containerd) tail(n int) string {
 	b, err := os.ReadFile(c.Log)
 	if err != nil {
-		t.Logf("containerdtest: %v", err)
-		return
+		return err.Error()
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	t.Logf("containerdtest: last %d lines of %s:\n%s", len(lines), c.Log, strings.Join(lines, "\n"))
+	return strings.Join(lines, "\n")
 }
 
 // within says whether path is dir or below it.

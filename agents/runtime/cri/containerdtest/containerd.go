@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,82 +34,138 @@ const snapshotter = "overlayfs"
 // errNoCRI is the error of a containerd that runs without its CRI plugin.
 var errNoCRI = errors.New("containerd's CRI plugin did not load")
 
-// readyTimeout bounds Start's wait for the CRI plugin to answer and report RuntimeReady.
+// readyTimeout bounds Launch's wait for the CRI plugin to answer and report RuntimeReady.
 const readyTimeout = 30 * time.Second
 
-// Options configures Start. The zero value runs containerd in the test process's network namespace with an
-// empty CNI configuration directory, which is enough for pods in the node's network (NamespaceMode_NODE).
+// ErrNeedsRoot is Launch's error when the process does not run as root; Start skips the test instead.
+var ErrNeedsRoot = errors.New("containerdtest: needs root (containerd mounts snapshots; runc creates namespaces and cgroups)")
+
+// Options configures Launch and Start. The zero value runs containerd in the calling process's network
+// namespace with an empty CNI configuration directory, which is enough for pods in the node's network
+// (NamespaceMode_NODE).
 type Options struct {
+	// Dir is the instance's directory: config.toml, containerd.log, root, state and the default CNI conf dir.
+	// "" is a fresh directory (Start: under the test's temp dir; Launch: under os.TempDir(), removed by Close).
+	// A Dir given here is the caller's: Close removes root and state in it but leaves the configuration and
+	// the log.
+	Dir string
 	// NetNS is the path of a network namespace (e.g. /run/netns/NAME) to run containerd in, entered with
-	// nsenter --net; "" runs it in the test process's. Host-network pods share it; pods with their own network
-	// are set up by CNI from in there. CRI's streaming server listens on 127.0.0.1 in it, so its loopback
-	// must be up for exec, attach and port-forward URLs to answer.
+	// nsenter --net; "" runs it in the calling process's. Host-network pods share it; pods with their own
+	// network are set up by CNI from in there. CRI's streaming server listens on 127.0.0.1 in it, so its
+	// loopback must be up for exec, attach and port-forward URLs to answer.
 	NetNS string
-	// CNIConfDir is the CRI plugin's CNI conf_dir; "" is a fresh empty directory under the test's temp dir,
-	// in which case NetworkReady stays false until the test writes a configuration there.
+	// CNIConfDir is the CRI plugin's CNI conf_dir; "" is a fresh empty directory under Dir, in which case
+	// NetworkReady stays false until the caller writes a configuration there.
 	CNIConfDir string
 	// CNIBinDir is the CRI plugin's CNI bin_dir; "" is /usr/lib/cni (Debian's containernetworking-plugins).
 	CNIBinDir string
-	// PauseImage is the CRI plugin's sandbox_image; "" is PauseImage. Import it (Pause) before running pods.
+	// PauseImage is the CRI plugin's sandbox_image; "" is PauseImage. Import it (BuildPause) before running pods.
 	PauseImage string
+	// Logger receives what Close does beyond the ordinary (a crashed containerd, leftover shims killed);
+	// nil discards it. Start logs to the test.
+	Logger *slog.Logger
 }
 
-// Containerd is a containerd started by Start for one test, with its own root, state, sockets and log.
-// Its methods are safe for concurrent use; the test owns the paths until its cleanup removes them.
+// Containerd is a containerd started by Launch (or Start, for one test), with its own root, state, sockets
+// and log. Its methods are safe for concurrent use; the caller owns the paths until Close removes them.
 type Containerd struct {
 	// Socket is the unix socket path of containerd's gRPC API; the CRI services are served there too.
 	Socket string
 	// Root and State are containerd's root (images, snapshots, metadata) and state (tasks, sockets, netns
 	// mounts, runc's state) directories, both private to this instance.
 	Root, State string
-	// Dir is the instance's directory under the test's temp dir: config.toml, containerd.log, root, state.
+	// Dir is the instance's directory (Options.Dir): config.toml, containerd.log, root, state.
 	Dir string
-	// Config is the path of the containerd configuration Start wrote.
+	// Config is the path of the containerd configuration Launch wrote.
 	Config string
 	// Log is the path of containerd's combined stdout and stderr.
 	Log string
 	// CNIConfDir and CNIBinDir are the CRI plugin's CNI directories.
 	CNIConfDir, CNIBinDir string
-	// NetNS is the network namespace containerd runs in ("" for the test process's).
+	// NetNS is the network namespace containerd runs in ("" for the calling process's).
 	NetNS string
 
-	sockDir string // short-pathed directory holding the gRPC and ttrpc sockets, removed by cleanup
+	log     *slog.Logger
+	ownDir  bool   // Dir was created by Launch, and Close removes it
+	sockDir string // short-pathed directory holding the gRPC and ttrpc sockets, removed by Close
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed once cmd has been waited for; waitErr is set before
 	waitErr error
 	conn    *grpc.ClientConn
+
+	closeOnce sync.Once
+	closeErr  error // Close's result, set once
 }
 
-// Start starts containerd with a configuration of its own (see the package documentation), waits until its CRI
-// plugin answers Version and reports RuntimeReady, and registers a cleanup that removes everything the
-// instance created on the machine. Start skips the test unless it runs as root and fails it when containerd,
-// runc or the shim are missing or containerd does not become ready within 30 s.
-func Start(t testing.TB, opts Options) *Containerd {
-	t.Helper()
+// Launch starts containerd with a configuration of its own (see the package documentation) and waits until its
+// CRI plugin answers Version and reports RuntimeReady. The caller must Close the instance, which removes
+// everything it created on the machine. Launch fails with ErrNeedsRoot unless it runs as root, and fails when
+// containerd, runc or the shim are missing or containerd does not become ready within 30 s (or before ctx
+// ends); it then cleans up what it started itself, and the error carries the end of containerd's log.
+func Launch(ctx context.Context, opts Options) (*Containerd, error) {
 	if os.Geteuid() != 0 {
-		t.Skip("containerdtest: needs root (containerd mounts snapshots; runc creates namespaces and cgroups)")
+		return nil, ErrNeedsRoot
 	}
 	bins, err := lookBinaries(opts.NetNS != "")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	c, err := configure(t.TempDir(), opts)
-	if c != nil {
-		hostDirs.acquire()
-		t.Cleanup(func() { c.cleanup(t) })
+	c, err := configure(opts)
+	if c == nil {
+		return nil, err
+	}
+	hostDirs.acquire()
+	if err == nil {
+		err = c.start(bins)
+	}
+	if err == nil {
+		if err = c.waitReady(ctx); err != nil {
+			err = fmt.Errorf("containerdtest: %w; end of %s:\n%s", err, c.Log, c.tail(20))
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
+}
+
+// Start is Launch for a test: it skips the test unless it runs as root, fails it if Launch fails, and
+// registers Close as a cleanup (an error of it fails the test; a failed test also gets the last 100 lines of
+// containerd's log). The instance's Dir defaults to one under the test's temp dir, and Close logs to the test.
+func Start(t testing.TB, opts Options) *Containerd {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{ReplaceAttr: dropTime}))
+	}
+	began := time.Now()
+	c, err := Launch(t.Context(), opts)
+	if errors.Is(err, ErrNeedsRoot) {
+		t.Skip(err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.start(bins); err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	if err := c.waitReady(t.Context()); err != nil {
-		t.Fatalf("containerdtest: %v (log: %s)", err, c.Log)
-	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("containerdtest: cleanup: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("containerdtest: last lines of %s:\n%s", c.Log, c.tail(100))
+		}
+	})
 	t.Logf("containerdtest: containerd ready on %s in %s", c.Socket, time.Since(began).Round(time.Millisecond))
 	return c
+}
+
+// dropTime leaves the time out of a test's log lines, which the test output orders already.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
 }
 
 // Runtime is a CRI RuntimeService client on the instance's socket.
@@ -121,10 +178,28 @@ func (c *Containerd) Images() runtimeapi.ImageServiceClient {
 	return runtimeapi.NewImageServiceClient(c.conn)
 }
 
-// binaries are the paths of the programs Start runs.
+// PID is containerd's process ID (nsenter, when the instance has a network namespace, execs containerd in
+// its own place), for reading its CPU time and memory; its shims are separate processes (Shims).
+func (c *Containerd) PID() int {
+	return c.cmd.Process.Pid
+}
+
+// Shims are the process IDs of the instance's runc v2 shims (one per pod sandbox with containerd 1.6's
+// grouping), found by their command line. The containers are their children.
+func (c *Containerd) Shims() []int {
+	var pids []int
+	for _, p := range processes() {
+		if c.ownShim(p.args) {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
+}
+
+// binaries are the paths of the programs Launch runs.
 type binaries struct{ containerd, nsenter string }
 
-// lookBinaries finds containerd, and checks for the programs containerd and ImportImages run themselves.
+// lookBinaries finds containerd, and checks for the programs containerd and Import run themselves.
 func lookBinaries(netns bool) (binaries, error) {
 	names := []string{"containerd", "ctr", "runc", "containerd-shim-runc-v2"}
 	if netns {
@@ -141,14 +216,32 @@ func lookBinaries(netns bool) (binaries, error) {
 	return binaries{containerd: paths["containerd"], nsenter: paths["nsenter"]}, nil
 }
 
-// configure lays out an instance under dir and writes its configuration. The sockets go to a directory of
-// their own under os.TempDir(): a unix socket path must fit in 108 bytes, which test temp dirs may not.
-func configure(dir string, opts Options) (*Containerd, error) {
+// configure lays out an instance under opts.Dir (or a new directory) and writes its configuration. The
+// sockets go to a directory of their own under os.TempDir(): a unix socket path must fit in 108 bytes, which
+// test temp dirs may not. It returns nil only if it created nothing; otherwise the caller must Close what it
+// returns, also with an error.
+func configure(opts Options) (*Containerd, error) {
+	dir, ownDir := opts.Dir, opts.Dir == ""
+	if ownDir {
+		var err error
+		if dir, err = os.MkdirTemp("", "containerdtest-"); err != nil {
+			return nil, fmt.Errorf("containerdtest: %w", err)
+		}
+	}
 	sockDir, err := os.MkdirTemp("", "ctd")
 	if err != nil {
+		if ownDir {
+			os.RemoveAll(dir)
+		}
 		return nil, fmt.Errorf("containerdtest: socket dir: %w", err)
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	c := &Containerd{
+		log:        log,
+		ownDir:     ownDir,
 		Socket:     filepath.Join(sockDir, "containerd.sock"),
 		Root:       filepath.Join(dir, "root"),
 		State:      filepath.Join(dir, "state"),
@@ -261,7 +354,7 @@ func (c *Containerd) start(bins binaries) error {
 	}
 	c.cmd = exec.Command(args[0], args[1:]...)
 	c.cmd.Stdout, c.cmd.Stderr = log, log
-	// A test binary that dies without its cleanups takes containerd with it (its shims stay: they are
+	// A process that dies without closing the instance takes containerd with it (its shims stay: they are
 	// started in sessions of their own, as they must outlive containerd restarts).
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := startOnForkThread(c.cmd); err != nil {

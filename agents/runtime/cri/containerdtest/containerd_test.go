@@ -91,6 +91,57 @@ func TestPodLifecycle(t *testing.T) {
 	}
 }
 
+// TestLaunch drives the API without testing.TB, as the perf harness does: Launch with a directory of its own,
+// BuildPause and Import, a pod, PID and Shims; then Close, which leaves nothing (the directory included), and a
+// second Close, which returns the first one's result.
+func TestLaunch(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	c, err := containerdtest.Launch(t.Context(), containerdtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = c.Close()
+		}
+	})
+	pause, err := containerdtest.BuildPause(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Import(t.Context(), pause); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.PID(), containerdPID(t, c); got != want {
+		t.Errorf("PID() = %d, want %d (the process running containerd --config %s)", got, want, c.Config)
+	}
+	sb := must(c.Runtime().RunPodSandbox(t.Context(), &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(t, "launch")}))(t).PodSandboxId
+	if got, want := len(c.Shims()), len(shims(c)); got != 1 || want != 1 {
+		t.Errorf("Shims() found %d, the test's scan %d; want the sandbox's one", got, want)
+	}
+	closed = true
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	for _, left := range append(leftovers(c, []string{sb}), leftDir(c.Dir)...) {
+		t.Errorf("after Close: %s", left)
+	}
+}
+
+// leftDir says that dir is still there, if it is.
+func leftDir(dir string) []string {
+	if _, err := os.Lstat(dir); err == nil {
+		return []string{"path " + dir}
+	}
+	return nil
+}
+
 // TestParallelInstances runs two instances at once, each with a pod, and checks each sees only its own.
 func TestParallelInstances(t *testing.T) {
 	for i := range 2 {

@@ -67,51 +67,83 @@ var (
 	}}
 )
 
-// Pause returns the pause image (containerdtest/testdata/pause: waits for SIGTERM, reaps zombies), building it
-// on first use in the process. Builds are cached under os.TempDir() by the hash of the program's sources and
-// the Go version, so later test processes reuse them.
+// BuildPause returns the pause image (containerdtest/testdata/pause: waits for SIGTERM, reaps zombies),
+// building it on first use in the process; later calls return the first one's result, error included. The
+// build runs in the wheelhouse module (found with `go list -m`, so from any module that requires it too) with
+// the go command on the PATH, and is cached under os.TempDir() by the hash of the program's sources and the Go
+// version, so later processes reuse it. ctx's values and deadline apply but not its cancellation, as the build
+// is shared by every caller of the process: it is bounded by 5 minutes.
+func BuildPause(ctx context.Context) (Image, error) {
+	return pauseImage.get(ctx)
+}
+
+// BuildServer returns ServerImage, built like BuildPause's.
+func BuildServer(ctx context.Context) (Image, error) {
+	return serverImage.get(ctx)
+}
+
+// Pause is BuildPause for a test, failing it if the build fails.
 func Pause(t testing.TB) Image {
 	t.Helper()
-	return pauseImage.get(t)
+	return mustImage(t, pauseImage)
 }
 
-// Server returns ServerImage, built like Pause's.
+// Server is BuildServer for a test, failing it if the build fails.
 func Server(t testing.TB) Image {
 	t.Helper()
-	return serverImage.get(t)
+	return mustImage(t, serverImage)
 }
 
-// get builds the image once, failing t (and every later caller) if that fails.
-func (l *lazyImage) get(t testing.TB) Image {
+func mustImage(t testing.TB, l *lazyImage) Image {
 	t.Helper()
-	l.once.Do(func() {
-		// Not t's context: the build is shared with every other test of the process, which must not see it
-		// cancelled because the first test to ask has ended.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 5*time.Minute)
-		defer cancel()
-		began := time.Now()
-		l.img, l.err = buildImage(ctx, l.spec)
-		t.Logf("containerdtest: image %s at %s in %s", l.spec.name, l.img.Tar, time.Since(began).Round(time.Millisecond))
-	})
-	if l.err != nil {
-		t.Fatalf("containerdtest: build %s: %v", l.spec.name, l.err)
+	began := time.Now()
+	img, err := l.get(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return l.img
+	t.Logf("containerdtest: image %s at %s in %s", img.Name, img.Tar, time.Since(began).Round(time.Millisecond))
+	return img
 }
 
-// ImportImages imports the images with `ctr images import` into the CRI plugin's namespace, unpacked for its
-// snapshotter, and fails t unless CRI's ImageStatus then finds each of them.
+// get builds the image once; every caller gets that build's result.
+func (l *lazyImage) get(ctx context.Context) (Image, error) {
+	l.once.Do(func() {
+		// Not the caller's cancellation: the build is shared with every other caller of the process (the other
+		// tests), which must not see it cancelled because the first one to ask has ended.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		l.img, l.err = buildImage(ctx, l.spec)
+		if l.err != nil {
+			l.err = fmt.Errorf("containerdtest: build %s: %w", l.spec.name, l.err)
+		}
+	})
+	return l.img, l.err
+}
+
+// Import imports the images with `ctr images import` into the CRI plugin's namespace, unpacked for its
+// snapshotter, and waits until CRI's ImageStatus finds each of them (CRI learns of them asynchronously, from
+// containerd's events). It stops at the first image that fails.
+func (c *Containerd) Import(ctx context.Context, images ...Image) error {
+	for _, img := range images {
+		out, err := exec.CommandContext(ctx, "ctr", "--address", c.Socket, "-n", Namespace,
+			"images", "import", "--no-unpack=false", "--snapshotter", snapshotter, img.Tar).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("containerdtest: ctr images import %s: %w\n%s", img.Tar, err, out)
+		}
+		if err := c.waitImage(ctx, img.Name); err != nil {
+			return fmt.Errorf("containerdtest: import %s: %w", img.Name, err)
+		}
+	}
+	return nil
+}
+
+// ImportImages is Import for a test, failing it if an import fails.
 func (c *Containerd) ImportImages(t testing.TB, images ...Image) {
 	t.Helper()
 	for _, img := range images {
 		began := time.Now()
-		out, err := exec.CommandContext(t.Context(), "ctr", "--address", c.Socket, "-n", Namespace,
-			"images", "import", "--no-unpack=false", "--snapshotter", snapshotter, img.Tar).CombinedOutput()
-		if err != nil {
-			t.Fatalf("containerdtest: ctr images import %s: %v\n%s", img.Tar, err, out)
-		}
-		if err := c.waitImage(t.Context(), img.Name); err != nil {
-			t.Fatalf("containerdtest: import %s: %v", img.Name, err)
+		if err := c.Import(t.Context(), img); err != nil {
+			t.Fatal(err)
 		}
 		t.Logf("containerdtest: imported %s in %s", img.Name, time.Since(began).Round(time.Millisecond))
 	}
@@ -150,10 +182,10 @@ func buildImage(ctx context.Context, spec imageSpec) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	if env["GOMOD"] == "" || env["GOMOD"] == os.DevNull {
-		return Image{}, errors.New("not inside a Go module (run from the wheelhouse module)")
+	modRoot, err := moduleRoot(ctx, goBin)
+	if err != nil {
+		return Image{}, err
 	}
-	modRoot := filepath.Dir(env["GOMOD"])
 	src := filepath.Join(modRoot, spec.pkg)
 	key, err := cacheKey(spec, src, env["GOVERSION"])
 	if err != nil {
@@ -184,9 +216,9 @@ func goTool() (string, error) {
 	return p, nil
 }
 
-// goEnv reads GOMOD (of the working directory) and GOVERSION from `go env`.
+// goEnv reads GOVERSION from `go env`.
 func goEnv(ctx context.Context, goBin string) (map[string]string, error) {
-	out, err := exec.CommandContext(ctx, goBin, "env", "-json", "GOMOD", "GOVERSION").Output()
+	out, err := exec.CommandContext(ctx, goBin, "env", "-json", "GOVERSION").Output()
 	if err != nil {
 		return nil, fmt.Errorf("go env: %w", err)
 	}
@@ -195,6 +227,28 @@ func goEnv(ctx context.Context, goBin string) (map[string]string, error) {
 		return nil, fmt.Errorf("go env: %w", err)
 	}
 	return env, nil
+}
+
+// wheelhouseModule is the path of the module whose programs the images hold.
+const wheelhouseModule = "github.com/wheelhouse-dev/wheelhouse"
+
+// moduleRoot is the directory of the wheelhouse module as the go command resolves it from the working
+// directory: the main module in its own tests, the replacement directory from a module that requires it
+// (the perf harness, with a replace directive).
+func moduleRoot(ctx context.Context, goBin string) (string, error) {
+	out, err := exec.CommandContext(ctx, goBin, "list", "-m", "-f", "{{.Dir}}", wheelhouseModule).Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(exit.Stderr))
+		}
+		return "", fmt.Errorf("go list -m %s (run from that module or one that requires it): %w", wheelhouseModule, err)
+	}
+	dir := string(bytes.TrimSpace(out))
+	if dir == "" {
+		return "", fmt.Errorf("go list -m %s: the module has no directory (not downloaded)", wheelhouseModule)
+	}
+	return dir, nil
 }
 
 // cacheKey hashes what the image depends on: the spec, the Go version and architecture, and the files of the
