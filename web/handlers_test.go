@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi/apitest"
 	"github.com/wheelhouse-dev/wheelhouse/server/platform"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 )
@@ -437,10 +438,11 @@ func TestCordonKubeconfigAndPassword(t *testing.T) {
 	if err != nil || !got.Spec.Unschedulable {
 		t.Fatalf("after cordon: %v %v", got.Spec.Unschedulable, err)
 	}
-	doc = b.page("/ui/c/c1/r/nodes/-/n1", http.StatusOK)
-	if testid(doc, "cordoned").Length() != 1 || testid(doc, "action-uncordon").Length() != 1 {
-		t.Fatal("a cordoned node's page does not say so or offer Uncordon")
-	}
+	// The page reads the watch cache, which may be a moment behind the write.
+	apitest.Eventually(t, "a cordoned node's page says so and offers Uncordon", func() bool {
+		doc = b.page("/ui/c/c1/r/nodes/-/n1", http.StatusOK)
+		return testid(doc, "cordoned").Length() == 1 && testid(doc, "action-uncordon").Length() == 1
+	})
 
 	resp := b.post("/ui/c/c1/kubeconfig", nil, true)
 	body := readAll(t, resp)
