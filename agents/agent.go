@@ -81,7 +81,10 @@ type Config struct {
 	ProxyMinSync, ProxySync time.Duration
 	// ClusterDomain is the cluster's DNS domain (default cluster.local), served by the agent's DNS server.
 	ClusterDomain string
-	Logger        *slog.Logger
+	// MaxParallelPodStarts is how many pods start at once at most, the others waiting their turn in the order
+	// they came (0: twice the CPUs; negative: no limit); kubelet.PodsConfig.MaxParallelStarts.
+	MaxParallelPodStarts int
+	Logger               *slog.Logger
 }
 
 // The runtimes (Config.Runtime).
@@ -322,8 +325,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, ImageGC: imageGC, RuntimeName: runtimeName,
 		DataDir: cfg.DataDir, NodeIP: func() string { return host.InternalIP }, Recorder: recorder, Services: svcInf.services,
-		DNS:    dns.ClusterDNS{Servers: clusterDNS, Domain: domain, Host: hostResolver},
-		Logger: log.With("component", "pods")})
+		DNS:               dns.ClusterDNS{Servers: clusterDNS, Domain: domain, Host: hostResolver},
+		MaxParallelStarts: cfg.MaxParallelPodStarts, Logger: log.With("component", "pods")})
 	if err != nil {
 		return err
 	}

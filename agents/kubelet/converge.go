@@ -17,6 +17,16 @@ import (
 func (w *worker) converge(ctx context.Context, pod *corev1.Pod) observed {
 	ob, ok := w.observe(ctx, pod)
 	if !ok {
+		// A new sandbox: the pod's start, in its turn (startGate), until its containers have been started.
+		leave, err := w.p.starts.enter(ctx)
+		if err != nil {
+			return ob
+		}
+		w.leaveStart = leave
+		defer func() {
+			leave()
+			w.leaveStart = nil
+		}()
 		if err := w.createSandbox(ctx, pod); err != nil {
 			w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return ob

@@ -45,6 +45,8 @@ type imagePull struct {
 	backoff
 	lastErr  string
 	reported string // the waiting reason and message last reported
+	// beforePull runs before each pull (nil: nothing): the worker gives up its place in the start gate.
+	beforePull func()
 }
 
 // ensure makes c's image present as its pull policy says and returns the image's reference (the runtime's ID
@@ -85,6 +87,9 @@ func (m *imageManager) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 
 // pull pulls image (c.Image with its default tag) and records the outcome.
 func (m *imageManager) pull(ctx context.Context, pod *corev1.Pod, requested, image string, sbConfig *runtimeapi.PodSandboxConfig, st *imagePull) (ref, reason, msg string) {
+	if st.beforePull != nil {
+		st.beforePull()
+	}
 	m.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", requested)
 	start := m.clock.Now()
 	ref, err := m.pullWithCredentials(ctx, pod, image, sbConfig)
@@ -197,7 +202,9 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 		st = &imagePull{}
 		w.pulls[c.Image] = st
 	}
+	st.beforePull = w.leaveStart
 	ref, reason, msg := m.ensure(ctx, pod, c, sbConfig, st)
+	st.beforePull = nil
 	if reason != "" {
 		ob.waiting[c.Name] = [2]string{reason, msg}
 		return "", false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 	"time"
 
@@ -40,6 +41,12 @@ type PodsConfig struct {
 	DataDir string
 	// NodeIP is the node's InternalIP (hostIP of its pods).
 	NodeIP func() string
+	// MaxParallelStarts is how many pods start at once at most, the others waiting their turn in the order they
+	// came (default 2 × the CPUs the agent may use; negative: no limit). A start lasts from creating the pod's
+	// sandbox until its containers have been started, 10 s at most; image pulls do not count.
+	MaxParallelStarts int
+	// startHold is how long one start holds its place at most (default defaultStartHold); for tests.
+	startHold time.Duration
 	// Resync is how often each pod is compared with the runtime (upstream's relist; default 1 s, real time).
 	Resync time.Duration
 	// HandlersSucceed makes every probe and lifecycle hook succeed at once without running it (no exec, no
@@ -61,6 +68,12 @@ type PodsConfig struct {
 func (c PodsConfig) withDefaults() PodsConfig {
 	if c.Resync == 0 {
 		c.Resync = time.Second
+	}
+	if c.MaxParallelStarts == 0 {
+		c.MaxParallelStarts = 2 * goruntime.GOMAXPROCS(0)
+	}
+	if c.startHold == 0 {
+		c.startHold = defaultStartHold
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
@@ -88,7 +101,8 @@ type Pods struct {
 	// images is the image manager, with a runtime that runs images (nil: Images only records them).
 	images *imageManager
 
-	stats usageSampler // CPU readings between summaries
+	stats  usageSampler // CPU readings between summaries
+	starts *startGate   // nil: no limit
 
 	mu      sync.Mutex // guards workers
 	workers map[types.UID]*worker
@@ -103,7 +117,8 @@ func NewPods(cs kubernetes.Interface, cfg PodsConfig) (*Pods, error) {
 	cfg = cfg.withDefaults()
 	o := objects{cs: cs, services: cfg.Services}
 	p := &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods"), tokens: newTokenCache(cfg.Clock.Now)},
-		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{}}
+		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{},
+		starts: newStartGate(cfg.MaxParallelStarts, cfg.startHold)}
 	if svc, ok := cfg.Images.(runtime.ImageService); ok {
 		policy := cfg.ImageGC.withDefaults()
 		if err := policy.validate(); err != nil {

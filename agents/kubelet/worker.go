@@ -35,6 +35,8 @@ type worker struct {
 	last      *corev1.PodStatus // the status last written
 	lastRV    string            // the resourceVersion of that write
 	probes    *probes
+	// leaveStart gives up the pod's place in the start gate while converge holds it (nil otherwise).
+	leaveStart func()
 }
 
 func newWorker(p *Pods, uid types.UID) *worker {

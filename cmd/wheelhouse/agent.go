@@ -23,7 +23,7 @@ type agentFlags struct {
 	proxyMode, ipvsScheduler, clusterDomain, containerdEndpoint, cniConfDir  string
 	labels, taints                                                           []string
 	insecureHTTP                                                             bool
-	hollow, leaseSeconds                                                     int
+	hollow, leaseSeconds, maxParallelStarts                                  int
 	proxyMinSync, proxySync                                                  time.Duration
 }
 
@@ -68,6 +68,9 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		"(keep the server's --node-monitor-grace-period well above a renewal)")
 	fl.DurationVar(&f.proxyMinSync, "proxy-min-sync-period", time.Second, "the least time between two syncs of the Service proxy: changes within it are applied together")
 	fl.DurationVar(&f.proxySync, "proxy-sync-period", time.Minute, "how often the Service proxy reads back the kernel's rules and repairs them")
+	fl.IntVar(&f.maxParallelStarts, "max-parallel-pod-starts", 0, "how many pods start at once at most, from their sandbox until their "+
+		"containers have started; the others wait their turn in the order they came (0: twice the CPUs; negative: no limit; env "+
+		"WHEELHOUSE_MAX_PARALLEL_POD_STARTS)")
 	fl.IntVar(&f.hollow, "hollow", 0, "run this many simulated nodes <node-name>-0, -1, ... on an in-memory runtime instead of this "+
 		"machine's node, for scale tests (the join token must allow as many uses; env WHEELHOUSE_HOLLOW)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -81,6 +84,13 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		}
 		if v := getenv("WHEELHOUSE_NODE_TAINTS"); v != "" && !cmd.Flags().Changed("taint") {
 			f.taints = strings.Split(v, ",")
+		}
+		if v := getenv("WHEELHOUSE_MAX_PARALLEL_POD_STARTS"); v != "" && !cmd.Flags().Changed("max-parallel-pod-starts") {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("WHEELHOUSE_MAX_PARALLEL_POD_STARTS %q: want a number of pods", v)
+			}
+			f.maxParallelStarts = n
 		}
 		if v := getenv("WHEELHOUSE_HOLLOW"); v != "" && !cmd.Flags().Changed("hollow") {
 			n, err := strconv.Atoi(v)
@@ -114,7 +124,7 @@ func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
 		ContainerdEndpoint: f.containerdEndpoint, CNIConfDir: f.cniConfDir,
 		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, LeaseDuration: time.Duration(f.leaseSeconds) * time.Second, Labels: map[string]string{},
 		ProxyMode: f.proxyMode, IPVSScheduler: f.ipvsScheduler, ClusterDomain: f.clusterDomain, ProxyMinSync: f.proxyMinSync, ProxySync: f.proxySync,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+		MaxParallelPodStarts: f.maxParallelStarts, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
 	if err := checkDebugListen(f.debugListen); err != nil {
 		return cfg, err
 	}

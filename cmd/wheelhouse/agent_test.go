@@ -57,6 +57,15 @@ func TestAgentFlags(t *testing.T) {
 	if short, err := parseAgent(nil, "--server", "https://s", "--node-lease-duration-seconds", "8"); err != nil || short.LeaseDuration != 8*time.Second {
 		t.Fatalf("--node-lease-duration-seconds 8: %v %v", short.LeaseDuration, err)
 	}
+	if starts, err := parseAgent(map[string]string{"WHEELHOUSE_MAX_PARALLEL_POD_STARTS": "-1"}, "--server", "https://s"); err != nil || starts.MaxParallelPodStarts != -1 {
+		t.Fatalf("WHEELHOUSE_MAX_PARALLEL_POD_STARTS=-1: %v %v", starts.MaxParallelPodStarts, err)
+	}
+	if starts, err := parseAgent(map[string]string{"WHEELHOUSE_MAX_PARALLEL_POD_STARTS": "-1"}, "--server", "https://s", "--max-parallel-pod-starts", "3"); err != nil || starts.MaxParallelPodStarts != 3 {
+		t.Fatalf("--max-parallel-pod-starts 3 over the environment: %v %v", starts.MaxParallelPodStarts, err)
+	}
+	if _, err := parseAgent(map[string]string{"WHEELHOUSE_MAX_PARALLEL_POD_STARTS": "many"}, "--server", "https://s"); err == nil || !strings.Contains(err.Error(), "want a number of pods") {
+		t.Fatalf("WHEELHOUSE_MAX_PARALLEL_POD_STARTS=many: %v", err)
+	}
 	proxy, err := parseAgent(map[string]string{"WHEELHOUSE_PROXY_MODE": "nftables", "WHEELHOUSE_CLUSTER_DOMAIN": "k8s.example"},
 		"--server", "https://s", "--ipvs-scheduler", "sh", "--proxy-min-sync-period", "250ms", "--proxy-sync-period", "30s")
 	if err != nil || proxy.ProxyMode != "nftables" || proxy.IPVSScheduler != "sh" || proxy.ClusterDomain != "k8s.example" ||
