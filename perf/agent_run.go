@@ -91,7 +91,7 @@ func (r *agentRunner) run(ctx context.Context) error {
 	}
 	netns := r.cfg.RealAgents
 	if r.cfg.RuntimePods > 0 {
-		netns += 2 // one agent per runtime
+		netns += 3 // one agent per runtime, and containerd's without the start limit
 	}
 	teardown, err := setupNetns(netns)
 	r.defer_(teardown)

@@ -27,8 +27,34 @@ func agentRuntimesReport(p func(string, ...any), res *AgentResults) {
 	if proc.reps > 0 || ctd.reps > 0 {
 		runtimesSideBySide(p, rt, proc, ctd)
 	}
+	if free := rt.summary(runtimeUnlimited); ctd.reps > 0 && free.reps > 0 {
+		runtimesStartLimit(p, ctd, free)
+	}
 	runtimesReps(p, rt)
 	runtimesCRI(p, rt)
+}
+
+// runtimesStartLimit compares containerd's agent with its default start limit (twice the CPUs) and without one.
+func runtimesStartLimit(p func(string, ...any), limited, free runtimeSummary) {
+	p("What the agent's start limit changes (`--max-parallel-pod-starts`: by default twice the CPUs start at once,")
+	p("the other pods wait their turn in the order they came), both through containerd, medians of the repetitions:")
+	p("")
+	p("| | limited (%d) | every pod at once (%d) | limited / at once |", limited.reps, free.reps)
+	p("|---|---|---|---|")
+	row := func(name string, f func(runtimeSummary) float64, format func(float64) string) {
+		a, b := f(limited), f(free)
+		p("| %s | %s | %s | %s |", name, format(a), format(b), ratio(a, b))
+	}
+	dur := func(f func(runtimeSummary) time.Duration) func(runtimeSummary) float64 {
+		return func(s runtimeSummary) float64 { return float64(f(s)) }
+	}
+	show := func(v float64) string { return fmtDur(time.Duration(v)) }
+	row("**pod startup p50**", dur(func(s runtimeSummary) time.Duration { return s.p50 }), show)
+	row("**pod startup p99**", dur(func(s runtimeSummary) time.Duration { return s.p99 }), show)
+	row("first create → last pod Running (the window)", dur(func(s runtimeSummary) time.Duration { return s.window }), show)
+	row("RunPodSandbox p50 (containerd's log)", dur(func(s runtimeSummary) time.Duration { return s.sandboxTogether }), show)
+	row("the runtime's CPU per pod", runtimeSummary.cpuPerPod, fmtSec)
+	p("")
 }
 
 // runtimeSummary is one runtime's medians over its repetitions without an error; CPU and PSS per pod.
@@ -232,15 +258,15 @@ func runtimesCRI(p func(string, ...any), rt *AgentRuntimes) {
 	p("Where containerd's time goes: its CRI calls for these pods, from the call to the answer as containerd's log")
 	p("times them; the agent makes them one after the other for a pod, concurrently for different pods.")
 	p("")
-	p("| rep | pods | CRI call | calls | p50 | p99 | max |")
-	p("|---|---|---|---|---|---|---|")
+	p("| runtime | rep | pods | CRI call | calls | p50 | p99 | max |")
+	p("|---|---|---|---|---|---|---|---|")
 	for _, r := range rt.Reps {
 		for _, part := range []struct {
 			what  string
 			calls []AgentCRICall
 		}{{"one alone", r.LoneCRI}, {fmt.Sprintf("%d together", r.Pods), r.CRI}} {
 			for _, c := range part.calls {
-				p("| %d | %s | %s | %d | %s | %s | %s |", r.Rep, part.what, c.Call, c.Calls, fmtDur(c.P50), fmtDur(c.P99), fmtDur(c.Max))
+				p("| %s | %d | %s | %s | %d | %s | %s | %s |", r.Runtime, r.Rep, part.what, c.Call, c.Calls, fmtDur(c.P50), fmtDur(c.P99), fmtDur(c.Max))
 			}
 		}
 	}
@@ -253,10 +279,11 @@ func agentRuntimesMethod(p func(string, ...any), res *AgentResults) {
 	if rt == nil {
 		return
 	}
-	p("**Runtimes**: the startup agents are stopped; two new agents join, `--runtime process` and")
-	p("`--runtime containerd`, each in a network namespace of its own. containerd (Debian's, with runc and the runc")
-	p("v2 shim, in `agents/runtime/cri/containerdtest`'s configuration: overlayfs, cgroupfs, CNI plugins from")
-	p("`/usr/lib/cni`) runs in the containerd agent's namespace and reads the CNI configuration the agent writes;")
+	p("**Runtimes**: the startup agents are stopped; three new agents join, `--runtime process`,")
+	p("`--runtime containerd`, and `--runtime containerd --max-parallel-pod-starts -1` (every pod starting at once,")
+	p("without the agent's start limit), each in a network namespace of its own. containerd (Debian's, with runc and")
+	p("the runc v2 shim, in `agents/runtime/cri/containerdtest`'s configuration: overlayfs, cgroupfs, CNI plugins from")
+	p("`/usr/lib/cni`) runs in each containerd agent's namespace (one each) and reads the CNI configuration the agent writes;")
 	p("the pause and podserver images are built and imported before anything is timed (%s), so no pod pulls", fmtDur(rt.Images))
 	p("(`imagePullPolicy: Never`). Each agent runs a first pod before anything is timed. Per repetition, the")
 	p("runtimes in turn: one pod alone, then %d pods of one container (process: `sleep 3600`; containerd: the", rt.Pods)
