@@ -29,8 +29,8 @@ const (
 	runtimeProcess    = "process"
 	runtimeContainerd = "containerd"
 	// runtimeUnlimited is containerd with every pod starting at once (--max-parallel-pod-starts -1): what the
-	// agent's start limit changes.
-	runtimeUnlimited = "containerd, no start limit"
+	// agent's start limit changes. Names are part of namespaces' names.
+	runtimeUnlimited = "containerd-nolimit"
 )
 
 // containerdStartupGoal is issue 9's goal: pod startup p99 with containerd, images already present.
