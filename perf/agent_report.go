@@ -25,6 +25,12 @@ func AgentReport(res *AgentResults) string {
 	m := res.Machine
 	p("Measured %s on %d × %s, %.0f GiB, %s, kernel %s, %s; %s. Reproduce: `%s`.", res.Started.Format("2006-01-02"),
 		m.CPUs, m.CPUModel, m.MemoryGiB, m.OS, m.Kernel, m.Go, res.Version, res.Command)
+	if m.PageTouch > 0 && m.ExecTrue > 0 {
+		p("")
+		p("This machine: a fresh page's first touch takes %s, running `/bin/true` %s (medians; typical hardware: well", fmtDur(m.PageTouch), fmtDur(m.ExecTrue))
+		p("under 1 µs and 1 ms). Pod startup is process creation and memory growth in the agent, the runtime and the")
+		p("server, so runs on machines where these differ are not comparable.")
+	}
 	p("")
 	for _, e := range res.Errors {
 		p("**Run error**: %s", oneLine(e))

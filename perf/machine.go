@@ -24,6 +24,11 @@ type Machine struct {
 	// FsyncP50 is the median time of a 4 KiB write plus fdatasync in the temp directory: the floor of one
 	// durable commit on this disk.
 	FsyncP50 time.Duration
+	// PageTouch is the median time to touch a page of fresh anonymous memory the first time (the page fault and
+	// the kernel zeroing it), and ExecTrue the median time to run /bin/true (fork, exec, exit, wait). Virtual
+	// machines differ most here: they set what starting a process or growing a heap costs, so they tell runs on
+	// different machines apart.
+	PageTouch, ExecTrue time.Duration
 }
 
 func readMachine(repoDir, tmpDir string) Machine {
@@ -44,7 +49,42 @@ func readMachine(repoDir, tmpDir string) Machine {
 	m.OS = strings.Trim(procField("/etc/os-release", "PRETTY_NAME"), `"`)
 	m.Commit = gitCommit(repoDir)
 	m.FsyncP50 = fsyncProbe(tmpDir)
+	m.PageTouch, m.ExecTrue = pageTouchProbe(), execProbe()
 	return m
+}
+
+// pageTouchProbe touches every page of a fresh 64 MiB anonymous mapping, five times, and returns the median
+// time per page.
+func pageTouchProbe() time.Duration {
+	const size = 64 << 20
+	page := os.Getpagesize()
+	var ds []time.Duration
+	for range 5 {
+		b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		if err != nil {
+			return 0
+		}
+		t0 := time.Now()
+		for i := 0; i < size; i += page {
+			b[i] = 1
+		}
+		ds = append(ds, time.Since(t0)/time.Duration(size/page))
+		_ = syscall.Munmap(b)
+	}
+	return percentile(ds, 50)
+}
+
+// execProbe runs /bin/true 20 times and returns the median time of one run.
+func execProbe() time.Duration {
+	var ds []time.Duration
+	for range 20 {
+		t0 := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			return 0
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	return percentile(ds, 50)
 }
 
 // procField returns the value of the first "key: value" or "key=value" line for key.

@@ -123,3 +123,12 @@ func TestFormat(t *testing.T) {
 		t.Errorf("formatting (-want +got):\n%s", diff)
 	}
 }
+
+func TestMachineProbes(t *testing.T) {
+	if d := pageTouchProbe(); d <= 0 {
+		t.Errorf("page touch probe: %v, want a time", d)
+	}
+	if d := execProbe(); d <= 0 {
+		t.Errorf("exec probe: %v, want a time", d)
+	}
+}
