@@ -27,6 +27,9 @@ func (w *worker) converge(ctx context.Context, pod *corev1.Pod) observed {
 			leave()
 			w.leaveStart = nil
 		}()
+		if w.goneOrDeleted() { // while it waited its turn: the next sync tears down, nothing to start
+			return ob
+		}
 		if err := w.createSandbox(ctx, pod); err != nil {
 			w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return ob

@@ -8,7 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi/apitest"
 )
 
 // refused says whether g admits nobody else now.
@@ -172,5 +176,43 @@ func TestImagePullLeavesTheStartGate(t *testing.T) {
 	ce.until("running", isRunning, "quick")
 	if p := ce.pod("slow"); isRunning(p) {
 		t.Fatal("the slow pod runs: its pull was not delayed")
+	}
+}
+
+// A pod deleted while it waits for its turn starts nothing when its turn comes.
+func TestPodDeletedWhileWaitingItsTurn(t *testing.T) {
+	var rt *oneSandboxAtATime
+	e := newPodEnvConfigured(t, func(e *podEnv, c *PodsConfig) {
+		if rt == nil {
+			rt = &oneSandboxAtATime{recording: e.rt, entered: make(chan string, 10), proceed: make(chan struct{})}
+		}
+		c.Runtime, c.MaxParallelStarts, c.startHold = rt, 1, time.Hour
+	})
+	e.create(simple("first", corev1.RestartPolicyAlways))
+	if name := <-rt.entered; name != "first" {
+		t.Fatalf("sandbox of %s first", name)
+	}
+	e.create(simple("waiting", corev1.RestartPolicyAlways))
+	waiting := e.pod("waiting")
+	if err := e.admin.CoreV1().Pods("default").Delete(t.Context(), "waiting", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Its worker has seen the deletion (while it still waits behind "first").
+	apitest.Eventually(t, "the waiting pod's worker sees its deletion", func() bool {
+		e.pods.mu.Lock()
+		w := e.pods.workers[waiting.UID]
+		e.pods.mu.Unlock()
+		return w != nil && w.goneOrDeleted()
+	})
+	rt.proceed <- struct{}{}
+	e.until("running", isRunning, "first")
+	apitest.Eventually(t, "the deleted pod is gone", func() bool {
+		_, err := e.admin.CoreV1().Pods("default").Get(t.Context(), "waiting", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	select {
+	case name := <-rt.entered:
+		t.Fatalf("RunPodSandbox for %s after the deletion", name)
+	default:
 	}
 }

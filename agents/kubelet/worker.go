@@ -59,6 +59,13 @@ func (w *worker) markGone() {
 	w.poke()
 }
 
+// goneOrDeleted says whether the pod has been removed from the API or marked for deletion since the sync began.
+func (w *worker) goneOrDeleted() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.removed || w.pod.DeletionTimestamp != nil
+}
+
 // poke asks for a sync soon (never blocks; one pending request is enough).
 func (w *worker) poke() {
 	select {
