@@ -45,6 +45,7 @@ require (
 	github.com/a-h/templ v0.3.1100
 	github.com/chromedp/chromedp v0.23.0
 	github.com/miekg/dns v1.1.73
+	k8s.io/cri-client v0.37.2
 	k8s.io/kubelet v0.37.2
 )
 
@@ -61,7 +62,6 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
-	k8s.io/cri-client v0.37.2 // indirect
 )
 
 require (
