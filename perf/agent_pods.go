@@ -23,9 +23,9 @@ type podTimer struct {
 	stop chan struct{}
 	inf  cache.SharedIndexInformer
 
-	mu                      sync.Mutex // guards the maps and deleted
-	added, bound, running   map[string]time.Time
-	deleted, live, maxAlive int
+	mu                    sync.Mutex // guards the maps and deleted
+	added, bound, running map[string]time.Time
+	deleted, live         int
 }
 
 func newPodTimer(ctx context.Context, cs kubernetes.Interface, ns string) (*podTimer, error) {
