@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -21,8 +22,9 @@ import (
 // up the others for that long only. An image pull gives the place up (leave): pulls are waiting on the network,
 // not the node's work, and the pod asks again at its next sync.
 type startGate struct {
-	sem  *semaphore.Weighted // FIFO: waiters are served in the order they came
-	hold time.Duration
+	sem     *semaphore.Weighted // FIFO: waiters are served in the order they came
+	hold    time.Duration
+	waiting atomic.Int32 // starts in enter, waiting for their place or just given it
 }
 
 // defaultStartHold is how long one start holds its place in the gate at most.
@@ -41,7 +43,10 @@ func (g *startGate) enter(ctx context.Context) (leave func(), err error) {
 	if g == nil {
 		return func() {}, nil
 	}
-	if err := g.sem.Acquire(ctx, 1); err != nil {
+	g.waiting.Add(1)
+	err = g.sem.Acquire(ctx, 1)
+	g.waiting.Add(-1)
+	if err != nil {
 		return nil, err
 	}
 	var once sync.Once

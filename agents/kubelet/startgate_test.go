@@ -194,6 +194,8 @@ func TestPodDeletedWhileWaitingItsTurn(t *testing.T) {
 	}
 	e.create(simple("waiting", corev1.RestartPolicyAlways))
 	waiting := e.pod("waiting")
+	// Its worker waits for its turn (deleted before, it would tear down without ever asking).
+	apitest.Eventually(t, "the second pod waits for its turn", func() bool { return e.pods.starts.waiting.Load() == 1 })
 	if err := e.admin.CoreV1().Pods("default").Delete(t.Context(), "waiting", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
