@@ -210,27 +210,7 @@ func childrenByParent() map[int][]int {
 }
 
 // childrenOf lists the pids whose parent is pid.
-func childrenOf(pid int) []int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var out []int
-	for _, p := range dirs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			n, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func childrenOf(pid int) []int { return childrenByParent()[pid] }
 
 // procGroup is a process and, optionally, its direct children (PostgreSQL's backends).
 type procGroup struct {
