@@ -96,7 +96,7 @@ func TestPodLifecycle(t *testing.T) {
 // second Close, which returns the first one's result.
 func TestLaunch(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		t.Skip(containerdtest.ErrNeedsRoot)
 	}
 	c, err := containerdtest.Launch(t.Context(), containerdtest.Options{})
 	if err != nil {
