@@ -113,22 +113,31 @@ func loadOrCreateCA(dir string, now time.Time) (*x509.Certificate, *ecdsa.Privat
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil, fmt.Errorf("servingcert: CA in %s is unreadable: %w", dir, err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, key, err := NewCA("wheelhouse-ca", now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "wheelhouse-ca"},
+	if err := writePair(dir, CAFile, caKey, ca.Raw, key); err != nil {
+		return nil, nil, nil, err
+	}
+	return ca, key, pemCert(ca.Raw), nil
+}
+
+// NewCA makes a self-signed P-256 CA named commonName, valid for ten years from an hour before now.
+func NewCA(commonName string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: Serial(), Subject: pkix.Name{CommonName: commonName},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(caValidity), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := writePair(dir, CAFile, caKey, der, key); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	ca, err := x509.ParseCertificate(der)
-	return ca, key, pemCert(der), err
+	return ca, key, err
 }
 
 func issue(dir string, ca *x509.Certificate, caPriv *ecdsa.PrivateKey, hosts []string, now time.Time) (tls.Certificate, error) {
@@ -136,7 +145,7 @@ func issue(dir string, ca *x509.Certificate, caPriv *ecdsa.PrivateKey, hosts []s
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "wheelhouse"},
+	tmpl := &x509.Certificate{SerialNumber: Serial(), Subject: pkix.Name{CommonName: "wheelhouse"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(certValidity),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	for _, h := range hosts {
@@ -199,7 +208,8 @@ func pemCert(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-func serial() *big.Int {
+// Serial is a random certificate serial number (126 bits).
+func Serial() *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
 	if err != nil {
 		panic(err) // crypto/rand does not fail on Linux
