@@ -14,9 +14,9 @@ import (
 )
 
 // The root CA publisher (upstream's root-ca-cert-publisher): every active namespace of every cluster holds the
-// ConfigMap kube-root-ca.crt with the CA of the cluster's API in ca.crt, which the ServiceAccount admission's
-// projected volume hands to every pod (client-go's in-cluster configuration reads it). A changed or deleted
-// ConfigMap is put back.
+// ConfigMap kube-root-ca.crt with the CAs of the cluster's API in ca.crt — the cluster's own, which signs its
+// nodes' in-cluster endpoints, and the server's — which the ServiceAccount admission's projected volume hands to
+// every pod (client-go's in-cluster configuration reads it). A changed or deleted ConfigMap is put back.
 
 const rootCAConfigMap = "kube-root-ca.crt"
 
@@ -29,7 +29,6 @@ func RunRootCAPublisher(ctx context.Context, d Deps) {
 	cl := newClients(d.API, serviceAccountUser("root-ca-cert-publisher"))
 	nsCol := func(ctx context.Context) (*watchcache.Collection, error) { return d.collection(ctx, namespacesGVR) }
 	cmCol := func(ctx context.Context) (*watchcache.Collection, error) { return d.collection(ctx, configMapsGVR) }
-	want := map[string]string{"ca.crt": string(d.RootCA)}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		follow(ctx, nsCol, func(ev watchcache.Event) {
@@ -53,6 +52,11 @@ func RunRootCAPublisher(ctx context.Context, d Deps) {
 		if err != nil {
 			return err
 		}
+		bundle, err := d.rootCABundle(ctx, k.Cluster)
+		if err != nil {
+			return err
+		}
+		want := map[string]string{"ca.crt": bundle}
 		cs, err := cl.For(k.Cluster)
 		if err != nil {
 			return err

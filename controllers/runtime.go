@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,9 +44,27 @@ type Deps struct {
 	Events *Events
 	// NodeLifecycle configures the node lifecycle controller (zero: upstream's defaults).
 	NodeLifecycle NodeLifecycleConfig
-	// RootCA is the PEM of the CA that signs the API's serving certificate, published into every namespace as
-	// ConfigMap kube-root-ca.crt (empty with a publicly trusted certificate: clients use the system's roots).
-	RootCA []byte
+	// RootCA is the PEM of the CA that signs the server's own serving certificate (empty with a publicly trusted
+	// certificate: clients use the system's roots), and ClusterCA (when set) returns a cluster's own CA, which
+	// signs its nodes' in-cluster API endpoints (server/clusterca). Both are published into every namespace as
+	// ConfigMap kube-root-ca.crt, the cluster's first.
+	RootCA    []byte
+	ClusterCA func(ctx context.Context, cluster string) ([]byte, error)
+}
+
+// rootCABundle is what kube-root-ca.crt holds in cluster.
+func (d Deps) rootCABundle(ctx context.Context, cluster string) (string, error) {
+	if d.ClusterCA == nil {
+		return string(d.RootCA), nil
+	}
+	own, err := d.ClusterCA(ctx, cluster)
+	if err != nil {
+		return "", err
+	}
+	if len(d.RootCA) == 0 {
+		return string(own), nil
+	}
+	return string(own) + strings.TrimLeft(string(d.RootCA), "\n"), nil
 }
 
 // recorder is the event recorder of one component in one cluster (events are dropped if Deps has no Events,

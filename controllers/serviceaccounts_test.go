@@ -68,21 +68,28 @@ func TestDefaultServiceAccountInEveryNamespace(t *testing.T) {
 
 func TestRootCAInEveryNamespace(t *testing.T) {
 	d := newDeps(t)
-	d.RootCA = []byte("-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n")
+	d.RootCA = []byte("-----BEGIN CERTIFICATE-----\nserver\n-----END CERTIFICATE-----\n")
+	own := func(cluster string) string {
+		return "-----BEGIN CERTIFICATE-----\n" + cluster + "\n-----END CERTIFICATE-----\n"
+	}
+	d.ClusterCA = func(_ context.Context, cluster string) ([]byte, error) { return []byte(own(cluster)), nil }
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); Run(ctx, d) }()
 	defer func() { cancel(); <-done }()
 	c1 := admin(t, d, "c1")
-	published := func(ns string) func() bool {
+	// Each cluster's own CA first, then the server's.
+	bundleIn := func(cs kubernetes.Interface, cluster, ns string) func() bool {
 		return func() bool {
-			cm, err := c1.CoreV1().ConfigMaps(ns).Get(t.Context(), "kube-root-ca.crt", metav1.GetOptions{})
-			return err == nil && cm.Data["ca.crt"] == string(d.RootCA)
+			cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "kube-root-ca.crt", metav1.GetOptions{})
+			return err == nil && cm.Data["ca.crt"] == own(cluster)+string(d.RootCA)
 		}
 	}
+	published := func(ns string) func() bool { return bundleIn(c1, "c1", ns) }
 	for _, ns := range []string{"default", "kube-system"} {
 		eventually(t, "kube-root-ca.crt in "+ns, published(ns))
 	}
+	eventually(t, "cluster c2's own kube-root-ca.crt", bundleIn(admin(t, d, "c2"), "c2", "default"))
 	if _, err := c1.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/scheduler"
 	admissionpkg "github.com/wheelhouse-dev/wheelhouse/server/admission"
 	"github.com/wheelhouse-dev/wheelhouse/server/agentapi"
+	"github.com/wheelhouse-dev/wheelhouse/server/clusterca"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/openapi"
 	"github.com/wheelhouse-dev/wheelhouse/server/platform"
@@ -71,8 +73,20 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	// says which).
 	dir := tunnelDirectory{ten: ten, self: self}
 	tunnels := tunnel.NewRegistry(tunnel.RegistryConfig{Logger: log.With("component", "tunnel"), Directory: dir})
+	// Each cluster's own CA signs its nodes' in-cluster API endpoints and is published in kube-root-ca.crt.
+	cas, err := clusterca.New(clusterca.Config{Store: ten, APIServiceIP: func(ctx context.Context, id string) (netip.Addr, error) {
+		cl, err := clusterSource{ten}.Cluster(ctx, id)
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		return kubeapi.APIServiceIP(cl)
+	}})
+	if err != nil {
+		auditW.Close()
+		return nil, nil, err
+	}
 	agents, err := agentapi.New(agentapi.Config{Authenticator: tokenAuthenticator{ten}, Tunnels: tunnels,
-		Peers: dir, PeerTransport: self.transport, Logger: log.With("component", "agentapi")})
+		Peers: dir, PeerTransport: self.transport, Certificates: cas, Logger: log.With("component", "agentapi")})
 	if err != nil {
 		auditW.Close()
 		return nil, nil, err
@@ -127,7 +141,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 		closeAll()
 		return nil, nil, err
 	}
-	plat, err := platform.New(platform.Config{Tenancy: ten, Policy: policy, Clusters: clusterLifecycle{api, authz, saTokens},
+	plat, err := platform.New(platform.Config{Tenancy: ten, Policy: policy, Clusters: clusterLifecycle{api, authz, saTokens, cas},
 		CA: caPEM, Logger: log.With("component", "platform")})
 	if err != nil {
 		closeAll()
@@ -136,7 +150,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	// The controllers and the scheduler run on the replica holding the controller lease, as in-process API
 	// clients with their own identities.
 	deps := controllers.Deps{API: api, Registry: reg, Logger: log.With("component", "controllers"), NodeLifecycle: cfg.nodeLifecycle(),
-		RootCA: caPEM}
+		RootCA: caPEM, ClusterCA: cas.CA}
 	schedCfg, err := scheduler.LoadConfig(cfg.SchedulerConfig)
 	if err != nil {
 		closeAll()
@@ -224,6 +238,7 @@ type clusterLifecycle struct {
 	api    *kubeapi.API
 	authz  *rbacAuthorizer
 	tokens *satoken.Tokens
+	cas    *clusterca.Authority
 }
 
 func (l clusterLifecycle) EnsureCluster(ctx context.Context, id string) error {
@@ -236,6 +251,7 @@ func (l clusterLifecycle) DeleteClusterObjects(ctx context.Context, id string) e
 	}
 	l.authz.a.Forget(id)
 	l.tokens.Forget(id)
+	l.cas.Forget(id)
 	return nil
 }
 

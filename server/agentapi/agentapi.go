@@ -3,8 +3,10 @@ package agentapi
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/tunnel"
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
+	"github.com/wheelhouse-dev/wheelhouse/server/clusterca"
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 )
 
@@ -35,7 +38,16 @@ type Config struct {
 	// requests for that node are then forwarded there over PeerTransport (default http.DefaultTransport).
 	Peers         PeerLocator
 	PeerTransport http.RoundTripper
-	Logger        *slog.Logger
+	// Certificates, when set, signs the serving certificates of the agents' API proxies
+	// (POST /clusters/<id>/agent/serving-certificate).
+	Certificates CertificateIssuer
+	Logger       *slog.Logger
+}
+
+// CertificateIssuer signs, for a node of cluster, the certificate its API proxy serves the cluster's pods with
+// (clusterca.Authority). A request it refuses is clusterca.ErrBadRequest.
+type CertificateIssuer interface {
+	IssueAPIServing(ctx context.Context, cluster, node string, csrDER []byte) ([]byte, error)
 }
 
 // PeerLocator finds the server replica holding the tunnel of node in cluster.
@@ -79,6 +91,48 @@ func New(cfg Config) (*API, error) {
 // static route outranks).
 func (a *API) Register(e *echo.Echo) {
 	e.GET("/clusters/:cluster/agent/connect", a.connect)
+	if a.cfg.Certificates != nil {
+		e.POST("/clusters/:cluster/agent/serving-certificate", a.servingCertificate)
+	}
+}
+
+// maxCSR bounds a certificate request's body.
+const maxCSR = 64 << 10
+
+// servingCertificate signs the certificate request (PEM) of a node's API proxy and answers the certificate
+// (PEM): only a node credential of the cluster may ask.
+func (a *API) servingCertificate(c echo.Context) error {
+	r, w, cluster := c.Request(), c.Response(), c.Param("cluster")
+	node, err := a.authenticateNode(r, cluster)
+	if err != nil {
+		writeStatus(w, err)
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxCSR+1))
+	if err != nil {
+		writeStatus(w, apierrors.NewBadRequest("reading the request: "+err.Error()))
+		return nil
+	}
+	block, _ := pem.Decode(body)
+	if len(body) > maxCSR || block == nil || block.Type != "CERTIFICATE REQUEST" {
+		writeStatus(w, apierrors.NewBadRequest("the body must be one PEM CERTIFICATE REQUEST of at most 64 KiB"))
+		return nil
+	}
+	cert, err := a.cfg.Certificates.IssueAPIServing(r.Context(), cluster, node, block.Bytes)
+	if errors.Is(err, clusterca.ErrBadRequest) {
+		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		return nil
+	}
+	if err != nil {
+		a.log.ErrorContext(r.Context(), "signing an API proxy certificate failed", "cluster", cluster, "node", node, "err", err)
+		writeStatus(w, apierrors.NewInternalError(errors.New("the server could not sign the certificate; its log has the details")))
+		return nil
+	}
+	a.log.InfoContext(r.Context(), "signed an API proxy certificate", "cluster", cluster, "node", node)
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(cert)
+	return nil
 }
 
 // connect authenticates a node agent and turns its request into the node's tunnel; it returns when the tunnel

@@ -82,7 +82,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	tunnels := tunnel.NewRegistry(tunnel.RegistryConfig{Logger: quiet, Keepalive: time.Second})
-	agents, err := agentapi.New(agentapi.Config{Authenticator: tokens, Tunnels: tunnels, Logger: quiet})
+	agents, err := agentapi.New(agentapi.Config{Authenticator: tokens, Tunnels: tunnels, Certificates: newAuthority(t), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,13 @@ type answer struct {
 // do sends a raw request to path (below the server URL) with the token and extra headers.
 func (en *env) do(method, path, token string, header http.Header) answer {
 	en.t.Helper()
-	req, err := http.NewRequestWithContext(en.t.Context(), method, en.srv.URL+path, nil)
+	return en.doBody(method, path, token, header, nil)
+}
+
+// doBody is do with a request body.
+func (en *env) doBody(method, path, token string, header http.Header, body io.Reader) answer {
+	en.t.Helper()
+	req, err := http.NewRequestWithContext(en.t.Context(), method, en.srv.URL+path, body)
 	if err != nil {
 		en.t.Fatal(err)
 	}

@@ -44,6 +44,7 @@ func TestProxy(t *testing.T) {
 		"discovery":           discovery,
 		"agent reconnects":    agentReconnects,
 		"credentials dropped": credentialsDropped,
+		"serving certificate": servingCertificate,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, en) })
 	}

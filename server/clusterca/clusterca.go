@@ -41,8 +41,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Authority hands out the clusters' CAs and signs with them. It caches each cluster's parsed CA (a CA does not
-// change once stored).
+// Authority hands out the clusters' CAs and signs with them. It caches each cluster's parsed CA for cacheFor:
+// a CA does not change once stored, but a cluster deleted on another replica and made again under its id has a
+// new one.
 type Authority struct {
 	cfg Config
 	mu  sync.Mutex
@@ -53,7 +54,11 @@ type ca struct {
 	cert    *x509.Certificate
 	certPEM []byte
 	key     *ecdsa.PrivateKey
+	read    time.Time // from the store
 }
+
+// cacheFor is how long a CA read from the store is used before it is read again.
+const cacheFor = time.Minute
 
 // New returns an Authority.
 func New(cfg Config) (*Authority, error) {
@@ -75,7 +80,7 @@ func (a *Authority) CA(ctx context.Context, cluster string) ([]byte, error) {
 	return c.certPEM, nil
 }
 
-// Forget drops what the Authority caches of a deleted cluster.
+// Forget drops what the Authority caches of a cluster deleted by this replica.
 func (a *Authority) Forget(cluster string) {
 	a.mu.Lock()
 	delete(a.cas, cluster)
@@ -83,10 +88,11 @@ func (a *Authority) Forget(cluster string) {
 }
 
 func (a *Authority) get(ctx context.Context, cluster string) (*ca, error) {
+	now := a.cfg.Now()
 	a.mu.Lock()
 	c := a.cas[cluster]
 	a.mu.Unlock()
-	if c != nil {
+	if c != nil && now.Sub(c.read) < cacheFor {
 		return c, nil
 	}
 	certPEM, keyPEM, err := a.cfg.Store.ClusterCA(ctx, cluster, func() ([]byte, []byte, error) { return newCA(cluster, a.cfg.Now()) })
@@ -97,6 +103,7 @@ func (a *Authority) get(ctx context.Context, cluster string) (*ca, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clusterca: the CA of cluster %s: %w", cluster, err)
 	}
+	c.read = now
 	a.mu.Lock()
 	a.cas[cluster] = c
 	a.mu.Unlock()

@@ -183,19 +183,29 @@ func TestAPIServingRefusesBadRequests(t *testing.T) {
 }
 
 func TestCAIsCachedAndForgotten(t *testing.T) {
-	a, st := newAuthority(t, time.Now())
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	st := &memStore{cas: map[string][2][]byte{}}
+	a, err := New(Config{Store: st, Now: func() time.Time { return now },
+		APIServiceIP: func(context.Context, string) (netip.Addr, error) { return netip.MustParseAddr("10.96.0.1"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	first, err := a.CA(t.Context(), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(st.cas, "a") // the cluster was deleted and made again elsewhere
-	again, _ := a.CA(t.Context(), "a")
-	if string(again) != string(first) {
+	delete(st.cas, "a") // the cluster was deleted and made again by another replica
+	if again, _ := a.CA(t.Context(), "a"); string(again) != string(first) {
 		t.Fatal("the cached CA was not used")
 	}
+	now = now.Add(cacheFor)
+	second, _ := a.CA(t.Context(), "a")
+	if string(second) == string(first) {
+		t.Fatal("the CA is cached past cacheFor")
+	}
+	delete(st.cas, "a") // deleted by this replica
 	a.Forget("a")
-	fresh, _ := a.CA(t.Context(), "a")
-	if string(fresh) == string(first) {
+	if third, _ := a.CA(t.Context(), "a"); string(third) == string(second) {
 		t.Fatal("a forgotten cluster's CA is still served")
 	}
 }

@@ -72,11 +72,11 @@ func (a *API) ensureKubernetesService(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("kubeapi: cluster %s: %w", id, err)
 	}
-	prefix, err := netip.ParsePrefix(cl.ServiceCIDR)
+	addr, err := APIServiceIP(cl)
 	if err != nil {
-		return fmt.Errorf("kubeapi: cluster %s: service CIDR %q: %w", id, cl.ServiceCIDR, err)
+		return err
 	}
-	ip := nthAddr(prefix, 1).String()
+	ip := addr.String()
 	key := store.Key{Cluster: id, Resource: ipAllocations, Name: ip}
 	if _, err := a.cfg.Storage.Create(ctx, key, []byte(`{}`)); err != nil && !errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("kubeapi: reserve %s: %w", key, err)
@@ -88,6 +88,15 @@ func (a *API) ensureKubernetesService(ctx context.Context, id string) error {
 			{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(443)}}},
 	}
 	return a.ensureObject(ctx, id, svc)
+}
+
+// APIServiceIP is the cluster IP of cl's default/kubernetes Service: the first address of its service range.
+func APIServiceIP(cl Cluster) (netip.Addr, error) {
+	prefix, err := netip.ParsePrefix(cl.ServiceCIDR)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("kubeapi: cluster %s: service CIDR %q: %w", cl.ID, cl.ServiceCIDR, err)
+	}
+	return nthAddr(prefix, 1), nil
 }
 
 // ensureObject creates obj (a system object) unless it exists.
