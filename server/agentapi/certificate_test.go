@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,28 +17,9 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/server/clusterca"
 )
 
-// caStore keeps the clusters' CAs in memory (tenancy's, on PostgreSQL, has its own test).
-type caStore struct {
-	mu  sync.Mutex
-	cas map[string][2][]byte
-}
-
-func (s *caStore) ClusterCA(_ context.Context, cluster string, fresh func() ([]byte, []byte, error)) ([]byte, []byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.cas[cluster]; ok {
-		return c[0], c[1], nil
-	}
-	c, k, err := fresh()
-	if err == nil {
-		s.cas[cluster] = [2][]byte{c, k}
-	}
-	return c, k, err
-}
-
 // newAuthority is a real clusterca.Authority: every test cluster's API service is at 10.96.0.1.
 func newAuthority(t *testing.T) *clusterca.Authority {
-	a, err := clusterca.New(clusterca.Config{Store: &caStore{cas: map[string][2][]byte{}},
+	a, err := clusterca.New(clusterca.Config{Store: &clusterca.MemoryStore{},
 		APIServiceIP: func(context.Context, string) (netip.Addr, error) { return netip.MustParseAddr("10.96.0.1"), nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -192,3 +192,35 @@ func parseCA(certPEM, keyPEM []byte) (*ca, error) {
 	}
 	return &ca{cert: cert, certPEM: certPEM, key: key}, nil
 }
+
+// MemoryStore keeps CAs in this process's memory: for a server without a database (tests, tools). The server
+// keeps them in PostgreSQL (tenancy.Store).
+type MemoryStore struct {
+	mu  sync.Mutex
+	cas map[string][2][]byte
+}
+
+// ClusterCA implements Store.
+func (m *MemoryStore) ClusterCA(_ context.Context, cluster string, fresh func() ([]byte, []byte, error)) ([]byte, []byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.cas[cluster]; ok {
+		return c[0], c[1], nil
+	}
+	c, k, err := fresh()
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.cas == nil {
+		m.cas = map[string][2][]byte{}
+	}
+	m.cas[cluster] = [2][]byte{c, k}
+	return c, k, nil
+}
+
+// Delete forgets cluster's CA (the cluster is gone).
+func (m *MemoryStore) Delete(cluster string) {
+	m.mu.Lock()
+	delete(m.cas, cluster)
+	m.mu.Unlock()
+}

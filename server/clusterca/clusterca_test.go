@@ -11,39 +11,29 @@ import (
 	"encoding/pem"
 	"errors"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 )
 
-// memStore keeps CAs as tenancy.Store does, in memory (tenancy's own test runs it on PostgreSQL).
-type memStore struct {
-	mu    sync.Mutex
-	cas   map[string][2][]byte
+// countingStore is a MemoryStore that counts the CAs it makes and knows no cluster "gone".
+type countingStore struct {
+	MemoryStore
 	fresh int
 }
 
-func (m *memStore) ClusterCA(_ context.Context, cluster string, fresh func() ([]byte, []byte, error)) ([]byte, []byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (m *countingStore) ClusterCA(ctx context.Context, cluster string, fresh func() ([]byte, []byte, error)) ([]byte, []byte, error) {
 	if cluster == "gone" {
 		return nil, nil, errors.New("not found")
 	}
-	if c, ok := m.cas[cluster]; ok {
-		return c[0], c[1], nil
-	}
-	c, k, err := fresh()
-	if err != nil {
-		return nil, nil, err
-	}
-	m.fresh++
-	m.cas[cluster] = [2][]byte{c, k}
-	return c, k, nil
+	return m.MemoryStore.ClusterCA(ctx, cluster, func() ([]byte, []byte, error) {
+		m.fresh++
+		return fresh()
+	})
 }
 
-func newAuthority(t *testing.T, now time.Time) (*Authority, *memStore) {
+func newAuthority(t *testing.T, now time.Time) (*Authority, *countingStore) {
 	t.Helper()
-	st := &memStore{cas: map[string][2][]byte{}}
+	st := &countingStore{}
 	ips := map[string]string{"a": "10.96.0.1", "b": "172.20.0.1"}
 	a, err := New(Config{Store: st, Now: func() time.Time { return now },
 		APIServiceIP: func(_ context.Context, cluster string) (netip.Addr, error) {
@@ -184,7 +174,7 @@ func TestAPIServingRefusesBadRequests(t *testing.T) {
 
 func TestCAIsCachedAndForgotten(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	st := &memStore{cas: map[string][2][]byte{}}
+	st := &MemoryStore{}
 	a, err := New(Config{Store: st, Now: func() time.Time { return now },
 		APIServiceIP: func(context.Context, string) (netip.Addr, error) { return netip.MustParseAddr("10.96.0.1"), nil }})
 	if err != nil {
@@ -194,7 +184,7 @@ func TestCAIsCachedAndForgotten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(st.cas, "a") // the cluster was deleted and made again by another replica
+	st.Delete("a") // the cluster was deleted and made again by another replica
 	if again, _ := a.CA(t.Context(), "a"); string(again) != string(first) {
 		t.Fatal("the cached CA was not used")
 	}
@@ -203,7 +193,7 @@ func TestCAIsCachedAndForgotten(t *testing.T) {
 	if string(second) == string(first) {
 		t.Fatal("the CA is cached past cacheFor")
 	}
-	delete(st.cas, "a") // deleted by this replica
+	st.Delete("a") // deleted by this replica
 	a.Forget("a")
 	if third, _ := a.CA(t.Context(), "a"); string(third) == string(second) {
 		t.Fatal("a forgotten cluster's CA is still served")
