@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents/apiproxy"
 	"github.com/wheelhouse-dev/wheelhouse/agents/dns"
 	"github.com/wheelhouse-dev/wheelhouse/agents/join"
 	"github.com/wheelhouse-dev/wheelhouse/agents/kubelet"
@@ -281,6 +282,27 @@ func Run(ctx context.Context, cfg Config) error {
 		rt, runtimeName, serveStream = prt, RuntimeProcess, prt.Start
 	}
 
+	domain := cmp.Or(strings.TrimSuffix(cfg.ClusterDomain, "."), dns.DefaultDomain)
+	// The cluster's API for its pods: this node serves it on its gateway, and the kubernetes Service leads there
+	// (docs/design/incluster.md). Without it (the port taken) the Service has no endpoint on this node.
+	var apiEndpoint netip.AddrPort
+	serverTLS, err := id.TLSConfig()
+	if err != nil {
+		return err
+	}
+	apiProxy, err := apiproxy.New(apiproxy.Config{Listen: netip.AddrPortFrom(podNet.Gateway(), apiproxy.Port),
+		APIServer: id.APIServer, ServerTLS: serverTLS, Credential: id.Credential, ClusterDomain: domain, Node: id.NodeName,
+		Logger: log.With("component", "apiproxy")})
+	if err != nil {
+		return err
+	}
+	if err := apiProxy.Listen(); err != nil {
+		log.Error("the in-cluster API endpoint cannot start: the kubernetes Service has no endpoint on this node", "err", err)
+		apiProxy = nil
+	} else {
+		apiEndpoint = netip.AddrPortFrom(podNet.Gateway(), apiproxy.Port)
+	}
+
 	// Services: one watch of Services and EndpointSlices for the kubelet's service links, the proxy and DNS.
 	svcInf := newServiceInformers(cs)
 	svcCtx, stopServices := context.WithCancel(ctx)
@@ -300,11 +322,10 @@ func Run(ctx context.Context, cfg Config) error {
 		proxyRecorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "wheelhouse-proxy", Host: id.NodeName})
 		nodeRef := &corev1.ObjectReference{Kind: "Node", Name: id.NodeName, UID: types.UID(id.NodeName)}
 		if proxyLoop, err = newProxyLoop(backend, pcfg, svcInf, proxyNode(id.NodeName, func() string { return host.InternalIP }),
-			proxyRecorder, nodeRef, log.With("component", "proxy")); err != nil {
+			apiEndpoint, proxyRecorder, nodeRef, log.With("component", "proxy")); err != nil {
 			return err
 		}
 	}
-	domain := cmp.Or(strings.TrimSuffix(cfg.ClusterDomain, "."), dns.DefaultDomain)
 	// Without its DNS server (port 53 of the gateway taken by another program) the node still runs pods: they get
 	// the host's resolver and a MissingClusterDNS event, as on a kubelet without --cluster-dns.
 	clusterDNS := []string{podNet.Gateway().String()}
@@ -347,6 +368,14 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	})
 	wg.Go(func() { serveTunnel(ctx, id, pods.APIHandler(), log) })
+	if apiProxy != nil {
+		log.Info("in-cluster API endpoint running", "listen", apiEndpoint)
+		wg.Go(func() {
+			if err := apiProxy.Serve(ctx); err != nil && ctx.Err() == nil {
+				log.Error("the in-cluster API endpoint stopped", "err", err)
+			}
+		})
+	}
 	if proxyLoop != nil {
 		log.Info("service proxy running", "mode", mode)
 		wg.Go(func() { proxyLoop.Run(ctx) })

@@ -10,11 +10,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/dns"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
@@ -140,7 +143,9 @@ func cleanupOtherModes(mode string, cfg proxyConfig, log *slog.Logger) {
 // newProxyLoop makes the loop that keeps the kernel's Service rules in sync with the informers (register it
 // before they start); its Run runs it. A sync the kernel refuses is retried and reported as a Warning event on
 // the Node (FailedToSyncProxyRules, as kube-proxy's).
-func newProxyLoop(b proxy.Backend, cfg proxyConfig, inf *serviceInformers, node func() proxy.Node,
+//
+// apiEndpoint, when valid, is this node's API proxy: the `kubernetes` Service's only endpoint (localAPIEndpoint).
+func newProxyLoop(b proxy.Backend, cfg proxyConfig, inf *serviceInformers, node func() proxy.Node, apiEndpoint netip.AddrPort,
 	recorder record.EventRecorder, nodeRef *corev1.ObjectReference, log *slog.Logger) (*proxy.Loop, error) {
 	var loop *proxy.Loop // set before the informers start, so before the tracker's first event
 	tracker := proxy.NewTracker(node, func() { loop.Changed() })
@@ -152,7 +157,11 @@ func newProxyLoop(b proxy.Backend, cfg proxyConfig, inf *serviceInformers, node 
 	if err != nil {
 		return nil, err
 	}
-	if err := inf.handle(tracker.Handler()); err != nil {
+	h := tracker.Handler()
+	if apiEndpoint.IsValid() {
+		h = localAPIEndpoint{h: h, node: node().Name, ep: apiEndpoint}
+	}
+	if err := inf.handle(h); err != nil {
 		return nil, err
 	}
 	if err := inf.onRelist(loop.Resync); err != nil {
@@ -197,4 +206,80 @@ func startDNS(ctx context.Context, inf *serviceInformers, gateway netip.Addr, do
 		}
 	}()
 	return srv, nil
+}
+
+// The cluster's API Service, default/kubernetes.
+const apiServiceNamespace, apiServiceName = "default", "kubernetes"
+
+// localAPIEndpoint passes the informers' events on to h with default/kubernetes served by this node: its
+// EndpointSlices are replaced by one holding this node's API proxy at ep (agents/apiproxy,
+// docs/design/incluster.md), for every TCP port of the Service.
+type localAPIEndpoint struct {
+	h    cache.ResourceEventHandler
+	node string
+	ep   netip.AddrPort
+}
+
+func (l localAPIEndpoint) OnAdd(obj any, initial bool) {
+	if isAPISlice(obj) {
+		return
+	}
+	l.h.OnAdd(obj, initial)
+	if es := l.slice(obj); es != nil {
+		l.h.OnAdd(es, initial)
+	}
+}
+
+func (l localAPIEndpoint) OnUpdate(old, obj any) {
+	if isAPISlice(obj) {
+		return
+	}
+	l.h.OnUpdate(old, obj)
+	if es := l.slice(obj); es != nil {
+		l.h.OnUpdate(es, es)
+	}
+}
+
+func (l localAPIEndpoint) OnDelete(obj any) {
+	if isAPISlice(obj) {
+		return
+	}
+	l.h.OnDelete(obj)
+	if es := l.slice(obj); es != nil {
+		l.h.OnDelete(es)
+	}
+}
+
+// isAPISlice reports an EndpointSlice of default/kubernetes (also as a deletion's last known state).
+func isAPISlice(obj any) bool {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	return ok && es.Namespace == apiServiceNamespace && es.Labels[discoveryv1.LabelServiceName] == apiServiceName
+}
+
+// slice is this node's EndpointSlice for obj when obj is default/kubernetes, else nil.
+func (l localAPIEndpoint) slice(obj any) *discoveryv1.EndpointSlice {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	svc, ok := obj.(*corev1.Service)
+	if !ok || svc.Namespace != apiServiceNamespace || svc.Name != apiServiceName {
+		return nil
+	}
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: apiServiceNamespace, Name: apiServiceName + "-node-local",
+			Labels: map[string]string{discoveryv1.LabelServiceName: apiServiceName}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{l.ep.Addr().String()}, NodeName: &l.node,
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}}},
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol == corev1.ProtocolTCP || p.Protocol == "" {
+			es.Ports = append(es.Ports, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Protocol: ptr.To(corev1.ProtocolTCP),
+				Port: ptr.To(int32(l.ep.Port()))})
+		}
+	}
+	return es
 }

@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/nftables"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/network/netnstest"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
@@ -93,7 +99,7 @@ func TestProxyReportsRefusalsOnTheNode(t *testing.T) {
 	b := refusing{syncs: make(chan struct{}, 1)}
 	nodeRef := &corev1.ObjectReference{Kind: "Node", Name: "n1", UID: "n1"}
 	loop, err := newProxyLoop(b, proxyConfig{minSync: time.Millisecond, fullSync: time.Hour}, inf,
-		proxyNode("n1", func() string { return "192.0.2.1" }), events, nodeRef, slog.New(slog.DiscardHandler))
+		proxyNode("n1", func() string { return "192.0.2.1" }), netip.AddrPort{}, events, nodeRef, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,4 +131,97 @@ func TestProxyReportsRefusalsOnTheNode(t *testing.T) {
 		t.Errorf("a second event for the same failures: %q", ev)
 	default:
 	}
+}
+
+// recording is a backend that keeps the last state it was given.
+type recording struct {
+	mu    sync.Mutex
+	state proxy.State
+}
+
+func (r *recording) Sync(_ context.Context, s proxy.State) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state = maps.Clone(s)
+	return nil
+}
+func (*recording) Resync(context.Context) error  { return nil }
+func (*recording) Cleanup(context.Context) error { return nil }
+func (*recording) Close() error                  { return nil }
+
+func (r *recording) get(k proxy.Key) (proxy.VirtualService, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	vs, ok := r.state[k]
+	return vs, ok
+}
+
+// TestTheAPIServiceIsServedByThisNode: with an API endpoint, the proxy sends the kubernetes Service's cluster IP
+// to this node's API proxy only — whatever EndpointSlices the Service has — and other Services are untouched.
+func TestTheAPIServiceIsServedByThisNode(t *testing.T) {
+	api, _ := apitest.New(t)
+	admin := apitest.Admin(t, api, "c1")
+	ctx := t.Context()
+	// Someone publishes endpoints for the API Service; the node ignores them.
+	foreign := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes-elsewhere",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}}, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.50"}}},
+		Ports:     []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](443)}}}
+	if _, err := admin.DiscoveryV1().EndpointSlices("default").Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := admin.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := newServiceInformers(nodeClient(t, api, "n1"))
+	b := &recording{}
+	ep := netip.MustParseAddrPort("10.244.3.1:6443")
+	loop, err := newProxyLoop(b, proxyConfig{minSync: time.Millisecond, fullSync: time.Hour}, inf,
+		proxyNode("n1", func() string { return "192.0.2.1" }), ep, record.NewFakeRecorder(10),
+		&corev1.ObjectReference{Kind: "Node", Name: "n1"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); loop.Run(lctx) }()
+	defer func() { cancel(); <-done }()
+
+	key := proxy.Key{Addr: netip.MustParseAddr(svc.Spec.ClusterIP), Protocol: corev1.ProtocolTCP, Port: 443}
+	apitest.Eventually(t, "the API Service's cluster IP sent to this node's API proxy only", func() bool {
+		vs, ok := b.get(key)
+		return ok && slices.Equal(vs.Destinations, []netip.AddrPort{ep})
+	})
+	// Another Service with endpoints keeps them.
+	web := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	if web, err = admin.CoreV1().Services("default").Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	webSlice := foreign.DeepCopy()
+	webSlice.Name, webSlice.Labels[discoveryv1.LabelServiceName] = "web-1", "web"
+	webSlice.Ports[0] = discoveryv1.EndpointPort{Name: ptr.To("http"), Port: ptr.To[int32](8080)}
+	if _, err := admin.DiscoveryV1().EndpointSlices("default").Create(ctx, webSlice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	webKey := proxy.Key{Addr: netip.MustParseAddr(web.Spec.ClusterIP), Protocol: corev1.ProtocolTCP, Port: 80}
+	apitest.Eventually(t, "another Service's own endpoints", func() bool {
+		vs, ok := b.get(webKey)
+		return ok && slices.Equal(vs.Destinations, []netip.AddrPort{netip.MustParseAddrPort("192.0.2.50:8080")})
+	})
+	if vs, _ := b.get(key); !slices.Equal(vs.Destinations, []netip.AddrPort{ep}) {
+		t.Fatalf("the API Service's destinations became %v", vs.Destinations)
+	}
+	// Deleted, the API Service goes from the proxy (the server puts it back at its next start).
+	if err := admin.CoreV1().Services("default").Delete(ctx, "kubernetes", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	apitest.Eventually(t, "the deleted API Service gone from the proxy", func() bool {
+		_, ok := b.get(key)
+		return !ok
+	})
 }
