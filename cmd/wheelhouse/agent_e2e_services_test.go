@@ -44,7 +44,8 @@ spec:
 // its Service's name (the agent's DNS on the pod gateway, the pod's resolv.conf search list) and the proxy spreads
 // the connections over the pods on both nodes, the pod on node-a reaching itself too (hairpin); the NodePort
 // answers from outside the pod network (this test's host); headless and SRV answers; unknown names are NXDOMAIN;
-// containers have KUBERNETES_SERVICE_HOST/PORT; a deleted Service stops answering and leaves DNS.
+// containers have KUBERNETES_SERVICE_HOST/PORT and kubectl in a pod reaches the API (in-cluster configuration); a
+// deleted Service stops answering and leaves DNS.
 func (c *agentCluster) testServices(t *testing.T) {
 	c.k.must(servicesManifest, "apply", "-f", "-")
 	a, b := c.webOn["node-a"], c.webOn["node-b"]
@@ -121,6 +122,22 @@ func (c *agentCluster) testServices(t *testing.T) {
 	}
 	contains(t, c.k.must("", "exec", a, "--", c.podBin, "env", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"),
 		"KUBERNETES_SERVICE_HOST="+api.Spec.ClusterIP+"\nKUBERNETES_SERVICE_PORT=443")
+
+	// In-cluster clients: kubectl in a pod with no kubeconfig (rest.InClusterConfig: the kubernetes Service's
+	// cluster IP, the pod's ServiceAccount token, kube-root-ca.crt) reaches the cluster's API through its node's
+	// API proxy, as the pod's ServiceAccount — on both nodes, by cluster IP and by name.
+	c.k.must("", "create", "rolebinding", "default-view", "--clusterrole", "view", "--serviceaccount", "default:default")
+	eventually(t, 30*time.Second, "kubectl in a pod lists the pods", func() (bool, string) {
+		out, err := c.k.run("", "exec", a, "--", c.k.bin, "get", "pods", "-o", "name")
+		return err == nil && strings.Contains(out, "pod/"+a+"\n") && strings.Contains(out, "pod/"+b+"\n"), out
+	})
+	contains(t, c.k.must("", "exec", b, "--", "/usr/bin/env", "KUBERNETES_SERVICE_HOST=kubernetes.default.svc",
+		c.k.bin, "get", "pod", b, "-o", "name"), "pod/"+b)
+	if out, err := c.k.run("", "exec", a, "--", c.k.bin, "get", "secrets"); err == nil ||
+		!strings.Contains(out, `"system:serviceaccount:default:default" cannot list resource "secrets"`) {
+		t.Errorf("a pod's kubectl is not its ServiceAccount: %v\n%s", err, out)
+	}
+	c.k.must("", "delete", "rolebinding", "default-view")
 
 	// Deleting the Services removes their rules and their names.
 	c.k.must("", "delete", "service", "web", "web-nodeport", "web-headless")
