@@ -5,6 +5,9 @@
 //   - GET /clusters/<id>/agent/connect: authenticated with the same Authenticator as the Kubernetes API; only a
 //     node credential of that cluster (user system:node:<name> in group system:nodes) may connect, as that node
 //     (anyone else: 403). The request is then the node's tunnel (agents/tunnel.Registry.Accept).
+//   - POST /clusters/<id>/agent/serving-certificate: the same authentication; the body is a PEM certificate
+//     request, the answer the PEM certificate of the node's in-cluster API endpoint, signed by the cluster's own
+//     CA (server/clusterca; docs/design/incluster.md).
 //   - The Kubernetes API (server/kubeapi) authenticates, authorizes and reads the pod or node of pods/log,
 //     pods/exec, pods/attach, pods/portforward and nodes/proxy, then calls API.Connect, which picks the
 //     container as upstream does and reverse-proxies to the kubelet path kube-apiserver would use
