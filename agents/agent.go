@@ -300,6 +300,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Error("the in-cluster API endpoint cannot start: the kubernetes Service has no endpoint on this node", "err", err)
 		apiProxy = nil
 	} else {
+		defer apiProxy.Close()
 		apiEndpoint = netip.AddrPortFrom(podNet.Gateway(), apiproxy.Port)
 	}
 

@@ -160,6 +160,18 @@ func (p *Proxy) Listen() error {
 	return nil
 }
 
+// Close releases the bound address of a Proxy that will not Serve (Serve closes it when it ends).
+func (p *Proxy) Close() error {
+	if p.l == nil {
+		return nil
+	}
+	err := p.l.Close()
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
 // Addr is the bound address (after Listen).
 func (p *Proxy) Addr() net.Addr { return p.l.Addr() }
 

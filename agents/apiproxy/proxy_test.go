@@ -362,3 +362,32 @@ func TestHandshakeWaitsForTheFirstCertificate(t *testing.T) {
 		t.Fatal("current is not the certificate set")
 	}
 }
+
+// TestListenReportsATakenPort: the agent learns at Listen that the port is taken (and then gives the kubernetes
+// Service no endpoint); Close frees it.
+func TestListenReportsATakenPort(t *testing.T) {
+	first, err := New(Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), APIServer: "https://127.0.0.1:1/clusters/c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	taken := netip.MustParseAddrPort(first.Addr().String())
+	second, err := New(Config{Listen: taken, APIServer: "https://127.0.0.1:1/clusters/c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Listen(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("a taken port: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Listen(); err != nil {
+		t.Fatalf("after Close: %v", err)
+	}
+	if err := second.Close(); err != nil || second.Close() != nil {
+		t.Fatal("Close twice", err)
+	}
+}
