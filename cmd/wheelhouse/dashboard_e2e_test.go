@@ -300,8 +300,11 @@ func TestDashboard(t *testing.T) {
 			admin.waitJS("two revisions", `document.querySelectorAll('[data-testid=revision]').length === 2`, 30*time.Second)
 			admin.waitText(`[data-testid=rollout-status]`, "successfully rolled out", 90*time.Second)
 			admin.shot("deployment-two-revisions")
-			evalIn[any](admin, `document.querySelector('[data-testid=rollback-revision]').value = '1'`)
-			admin.click(`[data-testid=action-rollback]`)
+			// Choose and submit in one script: a live re-render of the page (the rollout's status) between a choice
+			// and a click would put the select back to its first revision (seen failing once).
+			evalIn[bool](admin, `(() => { const f = document.querySelector('[data-testid=rollback-form]');
+				f.querySelector('[data-testid=rollback-revision]').value = '1';
+				f.requestSubmit(f.querySelector('[data-testid=action-rollback]')); return true; })()`)
 			admin.waitText(`[data-testid=confirm-message]`, "revision 1", 10*time.Second)
 			admin.shot("confirm-rollback")
 			admin.click(`[data-testid=confirm]`)
