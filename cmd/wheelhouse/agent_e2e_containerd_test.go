@@ -129,6 +129,18 @@ func TestContainerdAgent(t *testing.T) {
 				return err == nil && strings.Contains(out, "hello from web"), out
 			})
 		}},
+		{"the pod reaches the cluster's API", func(t *testing.T) {
+			// As client-go in a pod does (the kubernetes Service, the token and ca.crt of its ServiceAccount
+			// volume), through the node's API proxy; the server sees the pod's ServiceAccount.
+			eventually(t, 30*time.Second, "the API's discovery from the pod", func() (bool, string) {
+				out, err := c.k.run("", "exec", "web", "--", "/podserver", "api", "/api")
+				return err == nil && strings.Contains(out, `"kind":"APIVersions"`), out
+			})
+			out, err := c.k.run("", "exec", "web", "--", "/podserver", "api", "/api/v1/namespaces/default/secrets")
+			if err == nil || !strings.Contains(out, `system:serviceaccount:default:default\" cannot list resource \"secrets\"`) {
+				t.Errorf("the pod's request is not its ServiceAccount's: %v\n%s", err, out)
+			}
+		}},
 		{"an image no registry has", func(t *testing.T) {
 			eventually(t, 60*time.Second, "absent waiting on its image", func() (bool, string) {
 				p := c.pod(t, "absent")

@@ -12,10 +12,14 @@
 //	podserver crash                                              prints a line and exits 3
 //	podserver cat                                                copies stdin to stdout
 //	podserver echo WORDS...                                      prints the words
+//	podserver api PATH                                           GETs PATH of the cluster's API as client-go's in-cluster
+//	                                                             configuration does; prints the body, fails unless 2xx
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -30,7 +34,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: podserver serve|get|lookup|srv|env|tick|hog|crash|cat|echo ...")
+		fmt.Fprintln(os.Stderr, "usage: podserver serve|get|lookup|srv|env|tick|hog|crash|cat|echo|api ...")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -64,6 +68,8 @@ func main() {
 		_, err = io.Copy(os.Stdout, os.Stdin)
 	case "echo":
 		fmt.Println(strings.Join(args, " "))
+	case "api":
+		err = api(args)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -135,6 +141,52 @@ func get(args []string) error {
 		if res.StatusCode/100 != 2 {
 			return fmt.Errorf("GET %s: %s", url, res.Status)
 		}
+	}
+	return nil
+}
+
+// serviceAccountDir is where every pod finds its ServiceAccount token and the API's CA.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// api does what rest.InClusterConfig sets up: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, the
+// server verified against ca.crt, the token as bearer.
+func api(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: podserver api PATH")
+	}
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" || port == "" {
+		return fmt.Errorf("not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset")
+	}
+	token, err := os.ReadFile(serviceAccountDir + "/token")
+	if err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(serviceAccountDir + "/ca.crt")
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return fmt.Errorf("%s/ca.crt holds no certificate", serviceAccountDir)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, err := http.NewRequest("GET", "https://"+net.JoinHostPort(host, port)+args[0], nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if _, err := io.Copy(os.Stdout, res.Body); err != nil {
+		return err
+	}
+	fmt.Println()
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("GET %s: %s", args[0], res.Status)
 	}
 	return nil
 }
