@@ -64,9 +64,9 @@ lint: ## gofmt, generated templ code up to date, go vet (amd64 and arm64), stati
 	GOOS=linux GOARCH=arm64 $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: ## Go benchmarks of the store, the Kubernetes API, RBAC (real PostgreSQL) and the scheduler
+bench: ## Go benchmarks of the store, the Kubernetes API, RBAC (real PostgreSQL), the scheduler and the in-cluster API proxy
 	@scripts/ensure-postgres.sh
-	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/... ./server/kubeapi/ ./rbac/ ./scheduler/...
+	$(GO) run ./cmd/testenv -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./store/... ./server/kubeapi/ ./rbac/ ./scheduler/... ./agents/apiproxy/
 
 perf: ## Side-by-side perf harness (store vs etcd vs kine); writes docs/perf.md
 	@scripts/ensure-postgres.sh

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -82,11 +83,20 @@ func New(cfg Config) (*Proxy, error) {
 		Transport:     upgradeSplit{h1: h1, h2: h2},
 		FlushInterval: -1, // watches and logs stream
 		ErrorHandler:  p.upstreamError,
+		BufferPool:    bufferPool{},
 	}
 	p.certs = newCertificates(cfg.APIServer+"/agent/serving-certificate", cfg.Credential, cfg.ClusterDomain,
 		&http.Client{Transport: h2, Timeout: 30 * time.Second}, cfg.Now)
 	return p, nil
 }
+
+// bufferPool reuses the 32 KiB buffers the reverse proxy copies bodies with (one per request otherwise).
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
 
 // upgradeSplit sends upgrade requests over HTTP/1.1, the rest over HTTP/2.
 type upgradeSplit struct{ h1, h2 http.RoundTripper }

@@ -64,7 +64,7 @@ type env struct {
 	proxy *Proxy
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	api, _ := apitest.NewWith(t, func(c *kubeapi.Config) { c.Authenticator = testTokens })
 	cas, err := clusterca.New(clusterca.Config{Store: &clusterca.MemoryStore{},
@@ -95,7 +95,7 @@ func (en *env) serverTLS() *tls.Config {
 }
 
 // start runs an API proxy for apiServer with a node credential until the test ends.
-func (en *env) start(t *testing.T, apiServer, credential string) *Proxy {
+func (en *env) start(t testing.TB, apiServer, credential string) *Proxy {
 	t.Helper()
 	p, err := New(Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), APIServer: apiServer, ServerTLS: en.serverTLS(),
 		Credential: credential, ClusterDomain: "cluster.local", Node: "n1", Logger: quiet})
@@ -119,7 +119,7 @@ func (en *env) start(t *testing.T, apiServer, credential string) *Proxy {
 
 // inCluster is what rest.InClusterConfig makes in a pod of cluster: the cluster IP's name checked against
 // kube-root-ca.crt's CA (the cluster's own), the pod's token; only the address is the test's.
-func (en *env) inCluster(t *testing.T, cluster, serverName, token string) *rest.Config {
+func (en *env) inCluster(t testing.TB, cluster, serverName, token string) *rest.Config {
 	t.Helper()
 	ca, err := en.cas.CA(t.Context(), cluster)
 	if err != nil {
@@ -129,7 +129,7 @@ func (en *env) inCluster(t *testing.T, cluster, serverName, token string) *rest.
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca, ServerName: serverName}, Timeout: 20 * time.Second}
 }
 
-func clientset(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+func clientset(t testing.TB, cfg *rest.Config) kubernetes.Interface {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
