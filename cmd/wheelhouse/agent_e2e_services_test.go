@@ -137,6 +137,13 @@ func (c *agentCluster) testServices(t *testing.T) {
 		!strings.Contains(out, `"system:serviceaccount:default:default" cannot list resource "secrets"`) {
 		t.Errorf("a pod's kubectl is not its ServiceAccount: %v\n%s", err, out)
 	}
+	// A host-network pod too: its connection to the cluster IP leaves from the node itself.
+	c.k.must(c.podManifest("hostnet", "tick", "  hostNetwork: true\n  nodeName: node-a\n"), "apply", "-f", "-")
+	eventually(t, 30*time.Second, "kubectl in a host-network pod lists the pods", func() (bool, string) {
+		out, err := c.k.run("", "exec", "hostnet", "--", c.k.bin, "get", "pod", "hostnet", "-o", "name")
+		return err == nil && strings.Contains(out, "pod/hostnet"), out
+	})
+	c.k.must("", "delete", "pod", "hostnet", "--wait=false")
 	c.k.must("", "delete", "rolebinding", "default-view")
 
 	// Deleting the Services removes their rules and their names.
