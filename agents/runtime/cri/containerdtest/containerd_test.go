@@ -1,7 +1,6 @@
 package containerdtest_test
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -206,7 +205,7 @@ func leftovers(c *containerdtest.Containerd, ids []string) []string {
 			out = append(out, "process "+p)
 		}
 	}
-	for _, m := range mounts() {
+	for _, m := range containerdtest.MountPoints() {
 		if strings.HasPrefix(m, c.Dir+"/") {
 			out = append(out, "mount "+m)
 		}
@@ -270,23 +269,6 @@ func procs() []string {
 		}
 		pid := filepath.Base(filepath.Dir(f))
 		out = append(out, pid+" "+strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "))
-	}
-	return out
-}
-
-// mounts are the mount points in /proc/self/mountinfo.
-func mounts() []string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 4 {
-			out = append(out, fields[4])
-		}
 	}
 	return out
 }
