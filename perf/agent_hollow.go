@@ -97,10 +97,7 @@ func (r *agentRunner) hollowRep(ctx context.Context, hollowPID int, out *AgentHo
 		return err
 	}
 	ns := "hollow-" + strconv.Itoa(out.Rep)
-	if err := createNamespace(ctx, cs, ns, time.Minute); err != nil {
-		return err
-	}
-	pt, err := newPodTimer(ctx, cs, ns)
+	pt, err := timedNamespace(ctx, cs, ns)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,15 @@ type podTimer struct {
 	deleted, live         int
 }
 
+// timedNamespace creates namespace ns and a podTimer on it: how every pod scenario starts (the caller stops the
+// timer).
+func timedNamespace(ctx context.Context, cs kubernetes.Interface, ns string) (*podTimer, error) {
+	if err := createNamespace(ctx, cs, ns, time.Minute); err != nil {
+		return nil, err
+	}
+	return newPodTimer(ctx, cs, ns)
+}
+
 func newPodTimer(ctx context.Context, cs kubernetes.Interface, ns string) (*podTimer, error) {
 	pt := &podTimer{stop: make(chan struct{}), added: map[string]time.Time{}, bound: map[string]time.Time{},
 		running: map[string]time.Time{}}

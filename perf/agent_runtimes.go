@@ -209,10 +209,7 @@ func (r *agentRunner) runtimeRep(ctx context.Context, t *runtimeTarget, rep int)
 		return out
 	}
 	cs, ns := r.srv.cs, fmt.Sprintf("rt-%s-%d", t.name, rep)
-	if err := createNamespace(ctx, cs, ns, time.Minute); err != nil {
-		return fail(err)
-	}
-	pt, err := newPodTimer(ctx, cs, ns)
+	pt, err := timedNamespace(ctx, cs, ns)
 	if err != nil {
 		return fail(err)
 	}

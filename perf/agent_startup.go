@@ -17,10 +17,7 @@ func (r *agentRunner) startupRep(ctx context.Context, rep int) AgentStartupRep {
 	out := AgentStartupRep{Rep: rep, Pods: r.cfg.StartupPods}
 	fail := func(err error) AgentStartupRep { out.Err = err.Error(); return out }
 	cs, ns := r.srv.cs, "startup-"+strconv.Itoa(rep)
-	if err := createNamespace(ctx, cs, ns, time.Minute); err != nil {
-		return fail(err)
-	}
-	pt, err := newPodTimer(ctx, cs, ns)
+	pt, err := timedNamespace(ctx, cs, ns)
 	if err != nil {
 		return fail(err)
 	}
@@ -58,10 +55,7 @@ func (r *agentRunner) agentRSS(ctx context.Context) *AgentRSS {
 	out := &AgentRSS{Pods: r.cfg.RSSPods}
 	fail := func(err error) *AgentRSS { out.Err = err.Error(); return out }
 	cs, ns, agent := r.srv.cs, "rss", r.agents[0]
-	if err := createNamespace(ctx, cs, ns, time.Minute); err != nil {
-		return fail(err)
-	}
-	pt, err := newPodTimer(ctx, cs, ns)
+	pt, err := timedNamespace(ctx, cs, ns)
 	if err != nil {
 		return fail(err)
 	}
