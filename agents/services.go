@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/dns"
+	"github.com/wheelhouse-dev/wheelhouse/agents/network"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy/nft"
 )
@@ -117,27 +118,39 @@ func newProxyBackend(cfg proxyConfig, log *slog.Logger) (proxy.Backend, string, 
 // cleanupOtherModes removes what the other proxy modes left on this node (after a change of --proxy-mode), as
 // kube-proxy does at start: failures are logged, not fatal.
 func cleanupOtherModes(mode string, cfg proxyConfig, log *slog.Logger) {
+	if err := removeProxyModes(mode, cfg, log); err != nil {
+		log.Warn("removing the rules of an earlier proxy mode failed", "err", err)
+	}
+}
+
+// removeProxyModes removes the rules of every proxy mode but keep (IPVS only when the kernel has it).
+func removeProxyModes(keep string, cfg proxyConfig, log *slog.Logger) error {
 	ctx := context.Background()
-	if mode != ProxyIPVS && ipvsAvailable() == nil {
+	var errs []error
+	if keep != ProxyIPVS && ipvsAvailable() == nil {
 		if b, err := newIPVSBackend(cfg, log); err != nil {
-			log.Warn("cannot look for IPVS rules of an earlier mode", "err", err)
+			errs = append(errs, fmt.Errorf("looking for IPVS rules: %w", err))
 		} else {
-			if err := b.Cleanup(ctx); err != nil {
-				log.Warn("removing IPVS rules of an earlier mode failed", "err", err)
-			}
-			b.Close()
+			errs = append(errs, b.Cleanup(ctx), b.Close())
 		}
 	}
-	if mode != ProxyNFTables {
+	if keep != ProxyNFTables {
 		if b, err := nft.NewSharded(nft.Config{PodCIDR: cfg.clusterCIDR, Logger: log}, nft.DefaultShards); err != nil {
-			log.Warn("cannot look for nftables rules of an earlier mode", "err", err)
+			errs = append(errs, fmt.Errorf("looking for nftables rules: %w", err))
 		} else {
-			if err := b.Cleanup(ctx); err != nil {
-				log.Warn("removing nftables rules of an earlier mode failed", "err", err)
-			}
-			b.Close()
+			errs = append(errs, b.Cleanup(ctx), b.Close())
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// Cleanup removes what agents made in this node's kernel: the Service proxy's rules of every mode and the pod
+// network (host-gw routes, the masquerade table, the pods' veths, the bridge). It is for uninstalling, once the
+// agent has stopped (`wheelhouse agent cleanup`, which the uninstall script runs); what is already gone is not an
+// error. Pods the agent left running lose their network.
+func Cleanup(ctx context.Context, log *slog.Logger) error {
+	cfg := proxyConfig{clusterCIDR: netip.MustParsePrefix(defaultClusterCIDR)} // the rules are found by their tables' names
+	return errors.Join(removeProxyModes(ProxyNone, cfg, log), network.CleanupNode(ctx, "", ""))
 }
 
 // newProxyLoop makes the loop that keeps the kernel's Service rules in sync with the informers (register it

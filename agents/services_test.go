@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/wheelhouse-dev/wheelhouse/agents/network"
 	"github.com/wheelhouse-dev/wheelhouse/agents/network/netnstest"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy/nft"
@@ -224,4 +226,71 @@ func TestTheAPIServiceIsServedByThisNode(t *testing.T) {
 		_, ok := b.get(key)
 		return !ok
 	})
+}
+
+// TestCleanupRemovesWhatAgentsMade: `wheelhouse agent cleanup` (Cleanup) leaves a node's namespace without the
+// Service proxy's tables and the pod network's bridge, routes and masquerade table; a second run finds nothing
+// to do. Run in a network namespace of the test's own.
+func TestCleanupRemovesWhatAgentsMade(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces (CAP_SYS_ADMIN, CAP_NET_ADMIN)")
+	}
+	path := netnstest.New(t, t.TempDir(), "node")
+	n, err := network.New(network.Config{PodCIDR: netip.MustParsePrefix("10.244.3.0/24"), ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
+		StateDir: t.TempDir(), NetNS: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Setup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SyncRoutes(t.Context(), map[netip.Prefix]netip.Addr{netip.MustParsePrefix("10.244.4.0/24"): netip.MustParseAddr("10.244.3.7")}); err != nil {
+		t.Fatal(err)
+	}
+	k := proxy.Key{Addr: netip.MustParseAddr("10.96.0.10"), Protocol: corev1.ProtocolTCP, Port: 80}
+	state := func() (tables int, bridge bool, routes int, err error) {
+		err = netnstest.Run(path, func() error {
+			c, err := nftables.New()
+			if err != nil {
+				return err
+			}
+			list, err := c.ListTables()
+			tables = len(list)
+			if err != nil {
+				return err
+			}
+			_, lerr := netlink.LinkByName(network.DefaultBridge)
+			bridge = lerr == nil
+			return nil
+		})
+		if err == nil {
+			var rs map[netip.Prefix]netip.Addr
+			rs, err = n.Routes()
+			routes = len(rs)
+		}
+		return
+	}
+	err = netnstest.Run(path, func() error {
+		b, err := nft.NewSharded(nft.Config{PodCIDR: netip.MustParsePrefix("10.244.0.0/16")}, nft.DefaultShards)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		return b.Sync(t.Context(), proxy.State{k: {Key: k, Kind: proxy.ClusterIP}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tables, bridge, routes, err := state(); err != nil || tables < nft.DefaultShards+1 || !bridge || routes != 1 {
+		t.Fatalf("before: %d tables, bridge %v, %d routes, %v", tables, bridge, routes, err)
+	}
+	for range 2 {
+		if err := netnstest.Run(path, func() error { return Cleanup(t.Context(), slog.New(slog.DiscardHandler)) }); err != nil {
+			t.Fatal(err)
+		}
+		if tables, bridge, routes, err := state(); err != nil || tables != 0 || bridge || routes != 0 {
+			t.Fatalf("after: %d tables, bridge %v, %d routes, %v", tables, bridge, routes, err)
+		}
+	}
 }

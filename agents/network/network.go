@@ -375,3 +375,22 @@ func (n *Network) EnableBridgeNetfilter() error {
 	}
 	return nil
 }
+
+// CleanupNode removes a node's pod network as Cleanup does — host-gw routes, the masquerade table, the pods'
+// veths, the bridge — without the node's configuration (for uninstalling: `wheelhouse agent cleanup`). bridge ""
+// is DefaultBridge; netnsPath "" the caller's namespace.
+func CleanupNode(ctx context.Context, bridge, netnsPath string) error {
+	dir, err := os.MkdirTemp("", "wheelhouse-network-cleanup-")
+	if err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	// Cleanup needs neither network: any valid pair will do.
+	n, err := New(Config{PodCIDR: netip.MustParsePrefix("10.244.0.0/24"), ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
+		Bridge: bridge, StateDir: dir, NetNS: netnsPath})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	return n.Cleanup(ctx)
+}

@@ -111,6 +111,22 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		}
 		return runAgent(cmd.Context(), cfg)
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "cleanup",
+		Short: "Remove what agents made in this node's kernel (for uninstalling)",
+		Long: "Remove the Service proxy's rules (nftables and IPVS) and the pod network (the wh0 bridge, the pods' veths, " +
+			"the host-gw routes, the masquerade table) that the node agent made. Run it once the agent has stopped: the " +
+			"uninstall script does. What is already gone is not an error; the data dir is left alone.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := slog.New(slog.NewTextHandler(stderr, nil))
+			if err := agents.Cleanup(cmd.Context(), log); err != nil {
+				return fmt.Errorf("agent cleanup: %w", err)
+			}
+			log.Info("the node's Service proxy rules and pod network are removed")
+			return nil
+		},
+	})
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -118,5 +119,35 @@ func (c *agentCluster) testDeleteAll(t *testing.T) {
 			entries, _ := os.ReadDir(filepath.Join(a.dataDir, "runtime", "sandboxes"))
 			return len(entries) == 0, fmt.Sprint(len(entries), " sandboxes")
 		})
+	}
+}
+
+// testCleanup: once node-b's agent has stopped, `wheelhouse agent cleanup` (what the uninstall script runs) leaves
+// its namespace without the pod network's bridge, the Service proxy's and the masquerade's nftables tables and
+// the host-gw route to node-a's pods.
+func (c *agentCluster) testCleanup(t *testing.T) {
+	a := c.agents["node-b"]
+	a.stop(t, syscall.SIGTERM)
+	inNode := func(args ...string) (string, error) {
+		out, err := exec.Command("nsenter", append([]string{"--net=" + a.node.nsPath(), "--"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := inNode("nft", "list", "tables"); err != nil || !strings.Contains(out, "table ip wheelhouse") {
+		t.Fatalf("before: nft list tables: %v\n%s", err, out)
+	}
+	if out, err := inNode("ip", "route", "show", c.nodeCIDRs["node-a"].String()); err != nil || strings.TrimSpace(out) == "" {
+		t.Fatalf("before: no route to node-a's pods: %v\n%s", err, out)
+	}
+	if out, err := inNode(c.bin, "agent", "cleanup"); err != nil {
+		t.Fatalf("wheelhouse agent cleanup: %v\n%s", err, out)
+	}
+	if out, err := inNode("nft", "list", "tables"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("nftables tables left: %v\n%s", err, out)
+	}
+	if out, err := inNode("ip", "link", "show", "wh0"); err == nil {
+		t.Errorf("the bridge is left:\n%s", out)
+	}
+	if out, err := inNode("ip", "route", "show", c.nodeCIDRs["node-a"].String()); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("the route to node-a's pods is left: %v\n%s", err, out)
 	}
 }

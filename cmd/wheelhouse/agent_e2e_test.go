@@ -115,6 +115,7 @@ func TestAgents(t *testing.T) {
 		{"server restart keeps pods", c.testServerRestart},
 		{"lost node's pods move", c.testNodeLost},
 		{"workloads deleted", c.testDeleteAll},
+		{"agent cleanup", c.testCleanup},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, func(t *testing.T) { c.k.t = t; s.fn(t) }) {
