@@ -1,11 +1,13 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/agents/network"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy/nft"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri"
 )
 
 // The proxy modes of --proxy-mode.
@@ -144,13 +147,28 @@ func removeProxyModes(keep string, cfg proxyConfig, log *slog.Logger) error {
 	return errors.Join(errs...)
 }
 
-// Cleanup removes what agents made in this node's kernel: the Service proxy's rules of every mode and the pod
-// network (host-gw routes, the masquerade table, the pods' veths, the bridge). It is for uninstalling, once the
-// agent has stopped (`wheelhouse agent cleanup`, which the uninstall script runs); what is already gone is not an
-// error. Pods the agent left running lose their network.
-func Cleanup(ctx context.Context, log *slog.Logger) error {
+// Cleanup removes what agents made on this node: the pods they ran through containerd (when its socket is at
+// containerdEndpoint; other sandboxes there are left), the Service proxy's rules of every mode and the pod network
+// (host-gw routes, the masquerade table, the pods' veths, the bridge). It is for uninstalling, once the agent has
+// stopped (`wheelhouse agent cleanup`, which the uninstall script runs); what is already gone is not an error.
+func Cleanup(ctx context.Context, containerdEndpoint string, log *slog.Logger) error {
+	var errs []error
+	socket := strings.TrimPrefix(cmp.Or(containerdEndpoint, cri.DefaultEndpoint), "unix://")
+	if _, err := os.Stat(socket); err == nil {
+		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		r, err := cri.Open(octx, cri.Config{Endpoint: socket, Logger: log})
+		cancel()
+		if err == nil {
+			n, rerr := r.RemoveOwnSandboxes(ctx)
+			log.Info("removed the agent's pods from containerd", "sandboxes", n)
+			errs = append(errs, rerr, r.Close())
+		} else {
+			errs = append(errs, err)
+		}
+	}
 	cfg := proxyConfig{clusterCIDR: netip.MustParsePrefix(defaultClusterCIDR)} // the rules are found by their tables' names
-	return errors.Join(removeProxyModes(ProxyNone, cfg, log), network.CleanupNode(ctx, "", ""))
+	errs = append(errs, removeProxyModes(ProxyNone, cfg, log), network.CleanupNode(ctx, "", ""))
+	return errors.Join(errs...)
 }
 
 // newProxyLoop makes the loop that keeps the kernel's Service rules in sync with the informers (register it

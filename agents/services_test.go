@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -286,7 +287,9 @@ func TestCleanupRemovesWhatAgentsMade(t *testing.T) {
 		t.Fatalf("before: %d tables, bridge %v, %d routes, %v", tables, bridge, routes, err)
 	}
 	for range 2 {
-		if err := netnstest.Run(path, func() error { return Cleanup(t.Context(), slog.New(slog.DiscardHandler)) }); err != nil {
+		if err := netnstest.Run(path, func() error {
+			return Cleanup(t.Context(), filepath.Join(t.TempDir(), "no-containerd.sock"), slog.New(slog.DiscardHandler))
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if tables, bridge, routes, err := state(); err != nil || tables != 0 || bridge || routes != 0 {

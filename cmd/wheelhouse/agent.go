@@ -111,22 +111,35 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		}
 		return runAgent(cmd.Context(), cfg)
 	}
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(newAgentCleanupCommand(getenv, stderr))
+	return cmd
+}
+
+// newAgentCleanupCommand is `wheelhouse agent cleanup`.
+func newAgentCleanupCommand(getenv func(string) string, stderr io.Writer) *cobra.Command {
+	var endpoint string
+	cmd := &cobra.Command{
 		Use:   "cleanup",
-		Short: "Remove what agents made in this node's kernel (for uninstalling)",
-		Long: "Remove the Service proxy's rules (nftables and IPVS) and the pod network (the wh0 bridge, the pods' veths, " +
-			"the host-gw routes, the masquerade table) that the node agent made. Run it once the agent has stopped: the " +
-			"uninstall script does. What is already gone is not an error; the data dir is left alone.",
+		Short: "Remove what agents made on this node (for uninstalling)",
+		Long: "Remove what the node agent made on this machine: the pods it ran through containerd (other sandboxes " +
+			"there are left), the Service proxy's rules (nftables and IPVS) and the pod network (the wh0 bridge, the " +
+			"pods' veths, the host-gw routes, the masquerade table). Run it once the agent has stopped: the uninstall " +
+			"script does. What is already gone is not an error; the data dir is left alone.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if v := getenv("WHEELHOUSE_CONTAINERD_ENDPOINT"); v != "" && !cmd.Flags().Changed("containerd-endpoint") {
+				endpoint = v
+			}
 			log := slog.New(slog.NewTextHandler(stderr, nil))
-			if err := agents.Cleanup(cmd.Context(), log); err != nil {
+			if err := agents.Cleanup(cmd.Context(), endpoint, log); err != nil {
 				return fmt.Errorf("agent cleanup: %w", err)
 			}
-			log.Info("the node's Service proxy rules and pod network are removed")
+			log.Info("the node's pods, Service proxy rules and pod network are removed")
 			return nil
 		},
-	})
+	}
+	cmd.Flags().StringVar(&endpoint, "containerd-endpoint", cri.DefaultEndpoint,
+		"containerd's socket; when it exists, the agent's pods there are removed (env WHEELHOUSE_CONTAINERD_ENDPOINT)")
 	return cmd
 }
 

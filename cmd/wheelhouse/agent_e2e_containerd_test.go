@@ -3,6 +3,7 @@ package main
 import (
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -60,7 +61,8 @@ spec:
 // node's pod network, logs and exec go through containerd's streaming server, the pod reaches itself through
 // its Service by name (CNI, the proxy and DNS together), an image no registry has is ErrImagePull, probes,
 // OOM kills, crash-loop back-off, logs -f / exec / attach / port-forward / stats as with the process runtime, the
-// agent restarts without touching the pod, and deleting the pods leaves nothing in containerd nor in the cgroups.
+// agent restarts without touching the pod, deleting the pods leaves nothing in containerd nor in the cgroups, and
+// `wheelhouse agent cleanup` (uninstalling) removes the agent's pods from containerd, not others'.
 func TestContainerdAgent(t *testing.T) {
 	requireNamespaces(t)
 	l := newLAN(t, "node-c")
@@ -194,6 +196,39 @@ func TestContainerdAgent(t *testing.T) {
 			if left := append(dirs, more...); len(left) > 0 {
 				t.Errorf("the pod's cgroups are left: %v", left)
 			}
+		}},
+		{"agent cleanup removes its pods from containerd", func(t *testing.T) {
+			// What the uninstall script does once the agent has stopped: its pods go from containerd (a sandbox
+			// someone else made there stays), the pod network from the node.
+			c.k.must(c.podManifest("leftover", "serve", ""), "apply", "-f", "-")
+			eventually(t, 60*time.Second, "leftover Running", func() (bool, string) {
+				p := c.pod(t, "leftover")
+				return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
+			})
+			foreignCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "foreign", Namespace: "other",
+				Uid: "foreign-uid"}, LogDirectory: t.TempDir()}
+			foreign, err := ctd.Runtime().RunPodSandbox(t.Context(), &runtimeapi.RunPodSandboxRequest{Config: foreignCfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.stop(t, syscall.SIGTERM)
+			out, err := exec.Command("nsenter", "--net="+n.nsPath(), "--", c.bin, "agent", "cleanup",
+				"--containerd-endpoint", ctd.Socket).CombinedOutput()
+			if err != nil {
+				t.Fatalf("wheelhouse agent cleanup: %v\n%s", err, out)
+			}
+			resp, err := ctd.Runtime().ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Items) != 1 || resp.Items[0].GetId() != foreign.GetPodSandboxId() {
+				t.Errorf("sandboxes left %q, want only the foreign one", sandboxNames(resp.Items))
+			}
+			if out, err := exec.Command("ip", "-n", n.netns, "link", "show", "wh0").CombinedOutput(); err == nil {
+				t.Errorf("the bridge is left:\n%s", out)
+			}
+			_, _ = ctd.Runtime().StopPodSandbox(t.Context(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: foreign.GetPodSandboxId()})
+			_, _ = ctd.Runtime().RemovePodSandbox(t.Context(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: foreign.GetPodSandboxId()})
 		}},
 	}
 	for _, s := range steps {

@@ -138,7 +138,7 @@ func (c *agentCluster) testCleanup(t *testing.T) {
 	if out, err := inNode("ip", "route", "show", c.nodeCIDRs["node-a"].String()); err != nil || strings.TrimSpace(out) == "" {
 		t.Fatalf("before: no route to node-a's pods: %v\n%s", err, out)
 	}
-	if out, err := inNode(c.bin, "agent", "cleanup"); err != nil {
+	if out, err := inNode(c.bin, "agent", "cleanup", "--containerd-endpoint", filepath.Join(t.TempDir(), "none.sock")); err != nil {
 		t.Fatalf("wheelhouse agent cleanup: %v\n%s", err, out)
 	}
 	if out, err := inNode("nft", "list", "tables"); err != nil || strings.TrimSpace(out) != "" {

@@ -124,3 +124,30 @@ func cgroupMounts() ([]string, error) {
 	}
 	return out, sc.Err()
 }
+
+// RemoveOwnSandboxes stops and removes every pod sandbox this package made (those with its cgroup-parent
+// annotation), with their containers and cgroups; others' sandboxes on the same runtime are left alone. It is for
+// uninstalling a node (`wheelhouse agent cleanup`) and returns how many it removed.
+func (r *Runtime) RemoveOwnSandboxes(ctx context.Context) (int, error) {
+	list, err := r.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	var errs []error
+	for _, sb := range list {
+		if _, ours := sb.GetAnnotations()[cgroupParentAnnotation]; !ours {
+			continue
+		}
+		if err := r.StopPodSandbox(ctx, sb.GetId()); err != nil {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.GetId(), err))
+			continue
+		}
+		if err := r.RemovePodSandbox(ctx, sb.GetId()); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.GetId(), err))
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}

@@ -239,3 +239,49 @@ func TestContainerdPod(t *testing.T) {
 		t.Errorf("the pod's cgroups are left: %v", dirs)
 	}
 }
+
+// TestRemoveOwnSandboxes: uninstalling (`wheelhouse agent cleanup`) removes the agent's sandboxes and their
+// cgroups from containerd, and leaves a sandbox someone else made on the same containerd.
+func TestRemoveOwnSandboxes(t *testing.T) {
+	nd := startNode(t)
+	ctx := t.Context()
+	var ours []*runtimeapi.PodSandboxConfig
+	for _, name := range []string{"ours-1", "ours-2"} {
+		cfg := runtimetest.SandboxConfig(name)
+		cfg.LogDirectory = t.TempDir()
+		cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "pod" + cfg.Metadata.Uid}
+		if _, err := nd.rt.RunPodSandbox(ctx, cfg, ""); err != nil {
+			t.Fatal(err)
+		}
+		ours = append(ours, cfg)
+	}
+	foreignCfg := runtimetest.SandboxConfig("foreign")
+	foreignCfg.LogDirectory = t.TempDir()
+	foreign, err := nd.rt.RuntimeService.RunPodSandbox(ctx, foreignCfg, "") // not through the agent's runtime
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = nd.rt.StopPodSandbox(context.Background(), foreign)
+		_ = nd.rt.RemovePodSandbox(context.Background(), foreign)
+	})
+	n, err := nd.rt.RemoveOwnSandboxes(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("removed %d sandboxes, %v; want 2", n, err)
+	}
+	left, err := nd.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].GetId() != foreign {
+		t.Fatalf("left %v, want only the foreign sandbox %s", left, foreign)
+	}
+	for _, cfg := range ours {
+		if dirs := cgroupDirs(t, filepath.Join(nd.cgroupRoot, "pod"+cfg.Metadata.Uid)); len(dirs) != 0 {
+			t.Errorf("%s's cgroups are left: %v", cfg.Metadata.Name, dirs)
+		}
+	}
+	if n, err := nd.rt.RemoveOwnSandboxes(ctx); err != nil || n != 0 {
+		t.Fatalf("a second run removed %d, %v", n, err)
+	}
+}
