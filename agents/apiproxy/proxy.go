@@ -85,7 +85,7 @@ func New(cfg Config) (*Proxy, error) {
 		ErrorHandler:  p.upstreamError,
 		BufferPool:    bufferPool{},
 	}
-	p.certs = newCertificates(cfg.APIServer+"/agent/serving-certificate", cfg.Credential, cfg.ClusterDomain,
+	p.certs = newCertificates(u.String()+"/agent/serving-certificate", cfg.Credential, cfg.ClusterDomain,
 		&http.Client{Transport: h2, Timeout: 30 * time.Second}, cfg.Now)
 	return p, nil
 }
