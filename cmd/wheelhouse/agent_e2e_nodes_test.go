@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -57,8 +58,13 @@ func requireNamespaces(t *testing.T) {
 	}
 }
 
+// lans counts the LANs this test process made: each one's names are new, since the kernel removes a deleted
+// namespace's veth pairs asynchronously and the next test's could otherwise still find them (seen in CI).
+var lans atomic.Int32
+
 // newLAN makes the bridge on the host with address .1 and one namespace per node name, each with a veth pair
-// onto the bridge. Names carry the test process's ID, so a leftover of a killed run does not collide.
+// onto the bridge. Names carry the test process's ID, so a leftover of a killed run does not collide, and the
+// LAN's number in the process.
 func newLAN(t *testing.T, names ...string) *lan {
 	t.Helper()
 	for _, tool := range []string{"ip", "nsenter"} {
@@ -69,7 +75,7 @@ func newLAN(t *testing.T, names ...string) *lan {
 	if out := ipOut(t, "-4", "-o", "addr", "show", "to", lanPrefix+".0/24"); strings.TrimSpace(out) != "" {
 		t.Fatalf("%s.0/24 is already used on this host (a leftover of an earlier run? delete its whe2e* links):\n%s", lanPrefix, out)
 	}
-	id := fmt.Sprintf("%04x", os.Getpid()&0xffff)
+	id := fmt.Sprintf("%04x%x", os.Getpid()&0xffff, lans.Add(1)&0xf) // bridge "whe2e" + 5, veths one more: ≤ 15 bytes
 	l := &lan{bridge: "whe2e" + id, hostIP: lanPrefix + ".1"}
 	t.Cleanup(func() { l.remove(t) })
 	ip(t, "link", "add", l.bridge, "type", "bridge")
@@ -91,8 +97,11 @@ func newLAN(t *testing.T, names ...string) *lan {
 }
 
 // remove deletes the namespaces (their veth pairs, bridges, routes and nftables tables go with them) and the
-// host's bridge.
+// host's bridge. The host ends of the veth pairs are deleted first, synchronously.
 func (l *lan) remove(t *testing.T) {
+	for i := range l.nodes {
+		_ = exec.Command("ip", "link", "del", fmt.Sprintf("%s%d", l.bridge, i)).Run()
+	}
 	for _, n := range l.nodes {
 		if out, err := exec.Command("ip", "netns", "del", n.netns).CombinedOutput(); err != nil {
 			t.Errorf("ip netns del %s: %v\n%s", n.netns, err, out)
