@@ -58,13 +58,6 @@ func (c *certificates) set(cert *tls.Certificate) {
 	}
 }
 
-// current is the certificate in use (nil before the first).
-func (c *certificates) current() *tls.Certificate {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cert
-}
-
 // run keeps a valid certificate until ctx ends; failures are reported to onError.
 func (c *certificates) run(ctx context.Context, onError func(error)) {
 	const minRetry, maxRetry = time.Second, time.Minute

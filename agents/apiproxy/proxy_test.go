@@ -2,6 +2,7 @@ package apiproxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -332,22 +333,31 @@ func TestUpgradesPassThrough(t *testing.T) {
 }
 
 // TestHandshakeWaitsForTheFirstCertificate: a handshake before the certificate is in fails once the handshake
-// gives up; after it is in, handshakes succeed.
+// gives up; after it is in, handshakes succeed and present it.
 func TestHandshakeWaitsForTheFirstCertificate(t *testing.T) {
 	c := newCertificates("", "", "", nil, time.Now)
-	handshake := func(ctx context.Context) error {
+	// handshake returns the certificate the client was shown.
+	handshake := func(ctx context.Context) ([]byte, error) {
 		sc, cc := net.Pipe()
 		defer sc.Close()
 		defer cc.Close()
+		shown := make(chan []byte, 1)
 		go func() {
-			_ = tls.Client(cc, &tls.Config{InsecureSkipVerify: true}).Handshake()
+			tc := tls.Client(cc, &tls.Config{InsecureSkipVerify: true})
+			var raw []byte
+			if tc.Handshake() == nil {
+				raw = tc.ConnectionState().PeerCertificates[0].Raw
+			}
+			shown <- raw
 			cc.Close()
 		}()
-		return tls.Server(sc, &tls.Config{GetCertificate: c.get}).HandshakeContext(ctx)
+		err := tls.Server(sc, &tls.Config{GetCertificate: c.get}).HandshakeContext(ctx)
+		sc.Close()
+		return <-shown, err
 	}
 	gaveUp, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := handshake(gaveUp); err == nil {
+	if _, err := handshake(gaveUp); err == nil {
 		t.Fatal("a handshake without a certificate succeeded")
 	}
 	srv := httptest.NewTLSServer(http.NotFoundHandler()) // any certificate will do
@@ -355,11 +365,12 @@ func TestHandshakeWaitsForTheFirstCertificate(t *testing.T) {
 	cert := srv.TLS.Certificates[0]
 	cert.Leaf, _ = x509.ParseCertificate(cert.Certificate[0])
 	c.set(&cert)
-	if err := handshake(t.Context()); err != nil {
+	shown, err := handshake(t.Context())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c.current() != &cert {
-		t.Fatal("current is not the certificate set")
+	if !bytes.Equal(shown, cert.Certificate[0]) {
+		t.Fatal("the handshake did not present the certificate set")
 	}
 }
 
