@@ -122,12 +122,14 @@ func createDefaults(ctx context.Context, tx pgx.Tx, res *BootstrapResult) error 
 	if _, err := tx.Exec(ctx, "INSERT INTO teams (id, name) VALUES ($1, 'Default')", DefaultTeam); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "INSERT INTO clusters (id, team_id, name) VALUES ($1, $2, $1)",
-		DefaultCluster, DefaultTeam); err != nil {
+	// A default cluster deleted before (every team was deleted since) left a tombstone: its id is never reused.
+	tag, err := tx.Exec(ctx, `INSERT INTO clusters (id, team_id, name) SELECT $1, $2, $1
+		WHERE NOT EXISTS (SELECT 1 FROM cluster_tombstones WHERE id = $1)`, DefaultCluster, DefaultTeam)
+	if err != nil {
 		return err
 	}
-	res.TeamCreated, res.ClusterCreated = true, true
-	tag, err := tx.Exec(ctx, "INSERT INTO users (email) VALUES ($1) ON CONFLICT (email) DO NOTHING", AdminEmail)
+	res.TeamCreated, res.ClusterCreated = true, tag.RowsAffected() == 1
+	tag, err = tx.Exec(ctx, "INSERT INTO users (email) VALUES ($1) ON CONFLICT (email) DO NOTHING", AdminEmail)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func parseClusterCIDR(what, cidr, def string, maxBits int) (netip.Prefix, error)
 }
 
 // CreateCluster creates cluster id, named name, in team teamID. The id must be a DNS label (ValidID) that no
-// cluster has (ErrConflict); name "" is the id, and no other cluster of the team may have the name
+// cluster has or ever had (ErrConflict: ids of deleted clusters are tombstoned, never reused); name "" is the id, and no other cluster of the team may have the name
 // (ErrConflict). serviceCIDR and podCIDR are IPv4 networks in canonical form, /8 to /28 and /8 to /24, that do
 // not overlap; "" takes DefaultServiceCIDR and DefaultPodCIDR. A bad id, name or network is ErrInvalid, an
 // unknown team ErrNotFound.
@@ -121,6 +121,9 @@ func (s *Store) CreateCluster(ctx context.Context, teamID, id, name, serviceCIDR
 	switch {
 	case pgCode(err) == codeUnique && pgConstraint(err) == "clusters_pkey":
 		return Cluster{}, fmt.Errorf("tenancy: cluster id %q is taken: %w", id, ErrConflict)
+	case pgCode(err) == codeUnique && pgConstraint(err) == "cluster_tombstones_pkey":
+		s.forgetCluster(id) // deleted by another process: not to be served from this cache any more
+		return Cluster{}, fmt.Errorf("tenancy: cluster id %q was used by a deleted cluster and cannot be used again: %w", id, ErrConflict)
 	case pgCode(err) == codeUnique:
 		return Cluster{}, fmt.Errorf("tenancy: team %q has a cluster named %q: %w", teamID, name, ErrConflict)
 	case pgCode(err) == codeForeignKey:
@@ -148,8 +151,9 @@ func (s *Store) ClustersOf(ctx context.Context, teamID string) ([]Cluster, error
 	return cs, nil
 }
 
-// DeleteCluster deletes cluster id and its join tokens, and drops it from this Store's cluster cache (other
-// processes may serve it from theirs for up to Config.CacheTTL). Its objects in the object store are the
+// DeleteCluster deletes cluster id and its join tokens, tombstones its id (never to be used again), and drops
+// it from this Store's cluster cache; every process learns of the deletion from the access event log
+// (FollowAccessEvents; until then others may serve it from their cache for up to Config.CacheTTL). Its objects in the object store are the
 // caller's to remove. ErrNotFound when there is no such cluster.
 func (s *Store) DeleteCluster(ctx context.Context, id string) error {
 	if !ValidID(id) {

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -139,9 +140,9 @@ func TestDefaultCIDRsMatchSchema(t *testing.T) {
 	}
 }
 
-// TestCreateClusterReplacesCachedCluster: a cluster deleted elsewhere and created again here is not served
-// from this Store's cache with its old team.
-func TestCreateClusterReplacesCachedCluster(t *testing.T) {
+// TestCreateClusterOfDeletedID: a cluster deleted elsewhere cannot be created again under its id by another team,
+// and the attempt drops the deleted cluster from this Store's cache.
+func TestCreateClusterOfDeletedID(t *testing.T) {
 	db := newTestDB(t)
 	s := db.open(t, newFakeClock())
 	ctx := t.Context()
@@ -155,11 +156,10 @@ func TestCreateClusterReplacesCachedCluster(t *testing.T) {
 		t.Fatal(c, err)
 	}
 	db.exec(t, "DELETE FROM clusters WHERE id = 'c'")
-	if _, err := s.CreateCluster(ctx, "b", "c", "", "", ""); err != nil {
-		t.Fatal(err)
-	}
-	if c, err := s.Cluster(ctx, "c"); err != nil || c.TeamID != "b" {
-		t.Errorf("Cluster(c) = %+v, %v; want team b", c, err)
+	_, err := s.CreateCluster(ctx, "b", "c", "", "", "")
+	wantErr(t, err, ErrConflict)
+	if c, err := s.Cluster(ctx, "c"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Cluster(c) = %+v, %v; want ErrNotFound", c, err)
 	}
 }
 

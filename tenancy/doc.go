@@ -76,7 +76,21 @@
 //
 // CreateCluster takes a service and a pod network, IPv4 prefixes in canonical form (no host bits), /8 to /28
 // and /8 to /24, that must not overlap; empty ones are DefaultServiceCIDR and DefaultPodCIDR (the schema's
-// defaults). Cluster ids are unique across teams, names within a team (ErrConflict).
+// defaults). Cluster ids are unique across teams, names within a team (ErrConflict). A deleted cluster's id is
+// tombstoned (table cluster_tombstones, written by a trigger, so a team's cascade counts too) and never used
+// again: CreateCluster refuses it with ErrConflict, and Bootstrap does not recreate a deleted default cluster.
+//
+// # Access events
+//
+// Triggers log every change that takes access away in table access_events, in the changing transaction, and
+// NOTIFY channel wheelhouse_access: AccessCluster (a cluster deleted, also by its team's deletion), AccessNode (a
+// node credential revoked or deleted), AccessUser (an API token revoked, its expiry changed or deleted, a
+// membership removed or its role changed, a user disabled or deleted). FollowAccessEvents delivers, in log
+// order, every event committed after it started, on a LISTEN connection of its own, reading the log after each
+// notification, each reconnect and every AccessFollowConfig.Poll: a lost notification or a dropped connection
+// delays an event, never loses it (within AccessFollowConfig.Retention, after which followers prune the log).
+// Every server replica follows it to close tunnels, end long-running requests and drop per-cluster state
+// (docs/design/revocation.md).
 //
 // # Join tokens
 //

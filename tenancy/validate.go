@@ -132,3 +132,7 @@ func (s *Store) forgetUser(id string) {
 func (s *Store) forgetCluster(id string) {
 	s.clusters.removeFunc(func(k string, _ Cluster) bool { return k == id })
 }
+
+// ForgetCluster drops cluster id from this Store's cluster cache (a deletion learnt from the access event log,
+// made by another process).
+func (s *Store) ForgetCluster(id string) { s.forgetCluster(id) }
