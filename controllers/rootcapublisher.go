@@ -68,11 +68,9 @@ func RunRootCAPublisher(ctx context.Context, d Deps) {
 			}
 			cm = cm.DeepCopy()
 			cm.Data, cm.BinaryData = want, nil
+			// Changed or deleted meanwhile (or the whole cluster deleted): the error retries the key with the
+			// queue's back-off, never at once, so a key the cache is late about cannot spin.
 			_, err = cs.CoreV1().ConfigMaps(k.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				q.Add(k) // changed or deleted meanwhile: look again
-				return nil
-			}
 			return err
 		}
 		_, err = cs.CoreV1().ConfigMaps(k.Namespace).Create(ctx, &corev1.ConfigMap{

@@ -28,7 +28,20 @@ type RegistryConfig struct {
 	// Directory, when set, learns which tunnels this server holds, so other server replicas can forward
 	// requests for those nodes here.
 	Directory Directory
+	// RecheckEvery is how often every tunnel's Check runs (default DefaultRecheckEvery; negative: never, only
+	// when Recheck is called).
+	RecheckEvery time.Duration
 }
+
+// DefaultRecheckEvery is how often a tunnel's credential is checked again by default.
+const DefaultRecheckEvery = time.Minute
+
+// Check tells whether the credential a tunnel was accepted with is still good: valid false closes the tunnel;
+// an error (the check could not be made, say the database is away) keeps it and is logged.
+type Check func(ctx context.Context) (valid bool, err error)
+
+// checkTimeout bounds one Check.
+const checkTimeout = 10 * time.Second
 
 // Directory records the tunnels a server holds (server replicas share one, in the database).
 type Directory interface {
@@ -52,8 +65,16 @@ type Registry struct {
 	upgrader websocket.Upgrader
 
 	mu       sync.Mutex // guards sessions and closed; held only for map operations, never across I/O
-	sessions map[Key]*yamux.Session
+	sessions map[Key]session
 	closed   bool
+	stop     context.CancelFunc // ends the recheck loop
+	done     chan struct{}      // closed when the recheck loop has ended
+}
+
+// session is one live tunnel and how to check its credential again (nil: never).
+type session struct {
+	*yamux.Session
+	check Check
 }
 
 // NewRegistry makes an empty Registry.
@@ -64,18 +85,43 @@ func NewRegistry(cfg RegistryConfig) *Registry {
 	if cfg.Keepalive <= 0 {
 		cfg.Keepalive = DefaultKeepalive
 	}
-	r := &Registry{cfg: cfg, log: cfg.Logger, sessions: map[Key]*yamux.Session{}}
+	if cfg.RecheckEvery == 0 {
+		cfg.RecheckEvery = DefaultRecheckEvery
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r := &Registry{cfg: cfg, log: cfg.Logger, sessions: map[Key]session{}, stop: stop, done: make(chan struct{})}
 	r.upgrader = websocket.Upgrader{Subprotocols: []string{Subprotocol}, HandshakeTimeout: 10 * time.Second,
 		ReadBufferSize: 32 << 10, WriteBufferSize: 32 << 10,
 		CheckOrigin: func(r *http.Request) bool { return r.Header.Get("Origin") == "" }}
+	go r.recheckLoop(ctx)
 	return r
 }
 
+// recheckLoop runs every tunnel's Check each RecheckEvery until ctx ends.
+func (r *Registry) recheckLoop(ctx context.Context) {
+	defer close(r.done)
+	if r.cfg.RecheckEvery < 0 {
+		return
+	}
+	t := time.NewTicker(r.cfg.RecheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Recheck(ctx, func(Key) bool { return true })
+		}
+	}
+}
+
 // Accept upgrades an agent's connect request, already authenticated as node of cluster, to the tunnel of
-// (cluster, node), replacing (and closing) any tunnel the key had. It blocks until the tunnel closes and returns
-// nil then. A request with an Origin header gets 403 and ErrBrowserOrigin; one that does not offer Subprotocol
-// gets 400; a failed upgrade has been answered by the upgrader and its error is returned.
-func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster, node string) error {
+// (cluster, node), replacing (and closing) any tunnel the key had. check (nil: none) tells later whether the
+// credential the agent connected with is still good: it runs every RecheckEvery and at Recheck, and the tunnel
+// is closed once it says no. Accept blocks until the tunnel closes and returns nil then. A request with an
+// Origin header gets 403 and ErrBrowserOrigin; one that does not offer Subprotocol gets 400; a failed upgrade
+// has been answered by the upgrader and its error is returned.
+func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster, node string, check Check) error {
 	if req.Header.Get("Origin") != "" {
 		http.Error(w, "a browser origin may not connect as an agent", http.StatusForbidden)
 		return ErrBrowserOrigin
@@ -96,7 +142,7 @@ func (r *Registry) Accept(w http.ResponseWriter, req *http.Request, cluster, nod
 		_ = conn.Close()
 		return err
 	}
-	if !r.register(k, sess) {
+	if !r.register(k, session{sess, check}) {
 		_ = sess.Close()
 		return nil
 	}
@@ -132,16 +178,16 @@ func (r *Registry) tellDirectory(ctx context.Context, k Key, connected bool, log
 }
 
 // register makes sess the tunnel of k, closing the one it replaces; false once the Registry is closed.
-func (r *Registry) register(k Key, sess *yamux.Session) bool {
+func (r *Registry) register(k Key, sess session) bool {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return false
 	}
-	old := r.sessions[k]
+	old, had := r.sessions[k]
 	r.sessions[k] = sess
 	r.mu.Unlock()
-	if old != nil {
+	if had {
 		r.log.Info("agent reconnected; closing its previous tunnel", "cluster", k.Cluster, "node", k.Node)
 		_ = old.Close()
 	}
@@ -152,7 +198,7 @@ func (r *Registry) register(k Key, sess *yamux.Session) bool {
 func (r *Registry) remove(k Key, sess *yamux.Session) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.sessions[k] == sess {
+	if r.sessions[k].Session == sess {
 		delete(r.sessions, k)
 		return true
 	}
@@ -162,7 +208,50 @@ func (r *Registry) remove(k Key, sess *yamux.Session) bool {
 func (r *Registry) session(cluster, node string) *yamux.Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.sessions[Key{cluster, node}]
+	return r.sessions[Key{cluster, node}].Session
+}
+
+// matching returns the sessions whose keys match.
+func (r *Registry) matching(match func(Key) bool) map[Key]session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[Key]session{}
+	for k, s := range r.sessions {
+		if match(k) {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// CloseCluster closes every tunnel of cluster (a deleted cluster; its agents are refused when they reconnect).
+func (r *Registry) CloseCluster(cluster string) {
+	for k, s := range r.matching(func(k Key) bool { return k.Cluster == cluster }) {
+		r.log.Info("closing the tunnel of a deleted cluster's node", "cluster", k.Cluster, "node", k.Node)
+		_ = s.Close()
+	}
+}
+
+// Recheck runs the Check of every tunnel whose key matches, one after another, and closes those whose
+// credential is no longer good (see Check). It returns once every check has answered or ctx has ended.
+func (r *Registry) Recheck(ctx context.Context, match func(Key) bool) {
+	for k, s := range r.matching(match) {
+		if s.check == nil || s.IsClosed() || ctx.Err() != nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		valid, err := s.check(cctx)
+		cancel()
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				r.log.Warn("cannot check an agent's credential again; keeping its tunnel", "cluster", k.Cluster, "node", k.Node, "err", err)
+			}
+		case !valid:
+			r.log.Info("closing the tunnel of an agent whose credential is no longer valid", "cluster", k.Cluster, "node", k.Node)
+			_ = s.Close()
+		}
+	}
 }
 
 // Connected reports whether (cluster, node) has a tunnel to this server.
@@ -209,11 +298,13 @@ func (r *Registry) Transport(cluster, node string) http.RoundTripper {
 
 // Close closes every tunnel and refuses new ones (at server shutdown; agents reconnect to another replica).
 func (r *Registry) Close() {
+	r.stop()
+	<-r.done
 	r.mu.Lock()
 	r.closed = true
 	sessions := make([]*yamux.Session, 0, len(r.sessions))
 	for _, s := range r.sessions {
-		sessions = append(sessions, s)
+		sessions = append(sessions, s.Session)
 	}
 	r.mu.Unlock()
 	// Each Accept then removes its session (and tells the Directory).

@@ -35,16 +35,34 @@ type server struct {
 	reg       *Registry
 	srv       *httptest.Server
 	accepts   atomic.Int32
+	// revoked holds the node names ("<cluster>/<node>") whose "credential" is revoked: refused at connect, and
+	// invalid when a tunnel's Check runs. checkErr, when set, is what every Check fails with instead.
+	revoked  sync.Map
+	checkErr atomic.Pointer[error]
 }
 
-func newServer(t *testing.T, keepalive time.Duration) *server {
+func newServer(t *testing.T, keepalive time.Duration, opts ...func(*RegistryConfig)) *server {
 	t.Helper()
-	s := &server{keepalive: keepalive, reg: NewRegistry(RegistryConfig{Logger: quiet, Keepalive: keepalive})}
+	cfg := RegistryConfig{Logger: quiet, Keepalive: keepalive}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &server{keepalive: keepalive, reg: NewRegistry(cfg)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /clusters/{cluster}/agent/connect", func(w http.ResponseWriter, r *http.Request) {
 		s.accepts.Add(1)
-		node := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		_ = s.reg.Accept(w, r, r.PathValue("cluster"), node)
+		cluster, node := r.PathValue("cluster"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, revoked := s.revoked.Load(cluster + "/" + node); revoked {
+			http.Error(w, "revoked", http.StatusUnauthorized)
+			return
+		}
+		_ = s.reg.Accept(w, r, cluster, node, func(context.Context) (bool, error) {
+			if err := s.checkErr.Load(); err != nil {
+				return false, *err
+			}
+			_, revoked := s.revoked.Load(cluster + "/" + node)
+			return !revoked, nil
+		})
 	})
 	s.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(func() { s.reg.Close(); s.srv.Close() })

@@ -119,8 +119,24 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	retention, _ := time.ParseDuration(cfg.AuditRetention) // validated
 	pruneCtx, stopPrune := context.WithCancel(context.WithoutCancel(ctx))
 	go pruneAudit(pruneCtx, ten, retention, log)
+	// Access taken away anywhere (a deleted cluster, a revoked credential, a removed member) reaches this
+	// replica's tunnels, long-running requests and per-cluster caches (docs/design/revocation.md).
+	rev := &revocation{tunnels: tunnels, api: api, log: log.With("component", "revocation"),
+		forget: []func(string){ten.ForgetCluster, authz.a.Forget, saTokens.Forget, cas.Forget}}
+	revDone := make(chan struct{})
+	revStarted := make(chan struct{})
+	go func() {
+		defer close(revDone)
+		rev.follow(pruneCtx, ten, func() { close(revStarted) })
+	}()
+	select {
+	case <-revStarted:
+	case <-time.After(10 * time.Second):
+		log.Warn("the access event log is not followed yet; revocations reach this replica once it is")
+	}
 	closeAll := func() {
 		stopPrune()
+		<-revDone
 		tunnels.Close()
 		api.Close()
 		auditW.Close()

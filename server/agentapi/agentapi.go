@@ -144,27 +144,53 @@ func (a *API) connect(c echo.Context) error {
 		writeStatus(w, err)
 		return nil
 	}
-	if err := a.cfg.Tunnels.Accept(w, r, cluster, node); err != nil {
+	// The tunnel lives as long as the credential it was opened with: checked again every minute and whenever
+	// a node credential of the cluster is revoked (docs/design/revocation.md).
+	token := bearer(r)
+	check := func(ctx context.Context) (bool, error) {
+		again, err := a.nodeFor(ctx, cluster, token)
+		var st apierrors.APIStatus
+		switch {
+		case err == nil:
+			return again == node, nil
+		case errors.As(err, &st) && st.Status().Code < http.StatusInternalServerError:
+			return false, nil // unauthorized, forbidden, or the cluster is gone
+		}
+		return false, err
+	}
+	if err := a.cfg.Tunnels.Accept(w, r, cluster, node, check); err != nil {
 		a.log.WarnContext(r.Context(), "agent tunnel refused", "cluster", cluster, "node", node, "err", err)
 	}
 	return nil
 }
 
+// bearer is r's bearer token ("" for none).
+func bearer(r *http.Request) string {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
 // authenticateNode returns the node whose credential authenticates r for cluster, or the error to answer.
 func (a *API) authenticateNode(r *http.Request, cluster string) (string, error) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	token = strings.TrimSpace(token)
-	if !ok || token == "" {
+	return a.nodeFor(r.Context(), cluster, bearer(r))
+}
+
+// nodeFor returns the node whose credential token is in cluster, or the Status error to answer.
+func (a *API) nodeFor(ctx context.Context, cluster, token string) (string, error) {
+	if token == "" {
 		return "", apierrors.NewUnauthorized("Unauthorized: a node credential is required")
 	}
-	u, err := a.cfg.Authenticator.AuthenticateToken(r.Context(), cluster, token)
+	u, err := a.cfg.Authenticator.AuthenticateToken(ctx, cluster, token)
 	switch {
 	case errors.Is(err, kubeapi.ErrUnauthenticated):
 		return "", apierrors.NewUnauthorized("Unauthorized")
 	case errors.Is(err, kubeapi.ErrClusterNotFound):
 		return "", apierrors.NewNotFound(schema.GroupResource{Resource: "clusters"}, cluster)
 	case err != nil:
-		a.log.ErrorContext(r.Context(), "authenticating an agent failed", "cluster", cluster, "err", err)
+		a.log.ErrorContext(ctx, "authenticating an agent failed", "cluster", cluster, "err", err)
 		return "", apierrors.NewInternalError(errors.New("the server could not authenticate the agent; its log has the details"))
 	}
 	node, ok := strings.CutPrefix(u.Name, rbac.NodeUserPrefix)

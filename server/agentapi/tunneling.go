@@ -1,6 +1,7 @@
 package agentapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,13 @@ func (a *API) tunnelSPDY(w http.ResponseWriter, r *http.Request, cluster string,
 		return nil // Upgrade has answered the client
 	}
 	defer ws.Close()
+	// The request's context ends when the API revokes the access it was granted (docs/design/revocation.md):
+	// the bridge ends with it, not only when a side hangs up.
+	stop := context.AfterFunc(r.Context(), func() {
+		_ = ws.Close()
+		upstream.Close()
+	})
+	defer stop()
 	bridgeWebsocket(ws, upstream)
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/clientip"
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
 	"github.com/wheelhouse-dev/wheelhouse/server/satoken"
 	"github.com/wheelhouse-dev/wheelhouse/server/watchcache"
@@ -219,6 +219,8 @@ type API struct {
 	readOnly chan struct{} // in-flight slots for reads
 	// mutatingWaiting and readOnlyWaiting count the requests waiting for a slot.
 	mutatingWaiting, readOnlyWaiting atomic.Int64
+	// longRunning holds the long-running requests in flight, for re-checks (longrunning.go).
+	longRunning longRunningSet
 	// fallbacks: slots for store reads of cached resources (Config.MaxStoreFallbacks).
 	fallbacks chan struct{}
 	managers  *fieldManagers
@@ -312,12 +314,14 @@ func (a *API) handle(c echo.Context) error {
 	return nil
 }
 
-// AuditRecord is one mutating Kubernetes API request, whatever its result.
+// AuditRecord is one mutating Kubernetes API request, whatever its result, authenticated or not. Its Verb is
+// never empty: the resource verb (create, update, patch, delete, deletecollection), else the lower-case HTTP
+// method (upstream's non-resource verbs), known before authentication.
 type AuditRecord struct {
 	At                           time.Time
 	Cluster                      string
-	User                         User // empty when the request was not authenticated
-	Verb                         string
+	User                         User   // empty when the request was not authenticated
+	Verb                         string // never empty, see above
 	Group, Resource, Subresource string
 	Namespace, Name              string
 	Path                         string
@@ -343,18 +347,14 @@ func (rq *request) audit(code int) {
 	if rq.res != nil && rq.res.Virtual {
 		return // access reviews change nothing
 	}
-	rq.api.cfg.Auditor.Record(AuditRecord{At: rq.api.cfg.Now(), Cluster: rq.cluster.ID, User: rq.user, Verb: rq.info.verb,
-		Group: rq.info.gv.Group, Resource: rq.info.plural, Subresource: rq.info.subresource, Namespace: rq.info.namespace,
-		Name: rq.info.name, Path: rq.r.URL.Path, Code: code, Source: clientAddr(rq.r), UserAgent: rq.r.UserAgent(),
-		DryRun: rq.r.URL.Query().Get("dryRun") != ""})
-}
-
-// clientAddr is the request's remote IP address (without the port).
-func clientAddr(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
+	verb := rq.info.verb
+	if verb == "" { // not a resource, or a method no verb maps: upstream's non-resource verb
+		verb = strings.ToLower(rq.r.Method)
 	}
-	return r.RemoteAddr
+	rq.api.cfg.Auditor.Record(AuditRecord{At: rq.api.cfg.Now(), Cluster: rq.cluster.ID, User: rq.user, Verb: verb,
+		Group: rq.info.gv.Group, Resource: rq.info.plural, Subresource: rq.info.subresource, Namespace: rq.info.namespace,
+		Name: rq.info.name, Path: rq.r.URL.Path, Code: code, Source: clientip.Of(rq.r), UserAgent: rq.r.UserAgent(),
+		DryRun: rq.r.URL.Query().Get("dryRun") != ""})
 }
 
 // request is one API request in flight.
@@ -370,9 +370,17 @@ type request struct {
 	info    requestInfo
 	res     *resources.Resource
 	out     output
+	// impersonating: user is the identity the caller impersonates (Impersonate-User), not the caller's own.
+	impersonating bool
+	// lr tracks a long-running request (nil for others); see longrunning.go.
+	lr *longRunning
 }
 
 func (rq *request) serve() error {
+	// What the URL names, verb included, is known before authentication, so that a refused request is audited
+	// with its real action.
+	q := rq.r.URL.Query()
+	rq.info = parseRequestInfo(rq.r.Method, rq.path, q.Get("watch") == "true" || q.Get("watch") == "1")
 	user, err := rq.authenticate()
 	if errors.Is(err, ErrClusterNotFound) {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: "clusters"}, rq.cluster.ID)
@@ -387,11 +395,11 @@ func (rq *request) serve() error {
 		return internal(err)
 	}
 	rq.cluster = cl
+	defer rq.trackLongRunning()()
 	if err := rq.impersonate(); err != nil {
 		return err
 	}
-	q := rq.r.URL.Query()
-	rq.info = parseRequestInfo(rq.r.Method, rq.path, q.Get("watch") == "true" || q.Get("watch") == "1")
+	rq.impersonating = rq.r.Header.Get(headerImpersonateUser) != ""
 	if !rq.info.resource {
 		if err := rq.authorize(Attributes{Verb: strings.ToLower(rq.r.Method), Path: rq.path}); err != nil {
 			return err
@@ -436,6 +444,7 @@ func (rq *request) authorize(attrs Attributes) error {
 		return internal(err)
 	}
 	if ok {
+		rq.granted(attrs)
 		return nil
 	}
 	return forbiddenFor(attrs, reason)

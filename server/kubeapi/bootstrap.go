@@ -65,6 +65,16 @@ func (a *API) DeleteClusterObjects(ctx context.Context, cluster string) error {
 	return nil
 }
 
+// ForgetCluster drops everything this process holds of a deleted cluster (the deletion learnt from any
+// replica, docs/design/revocation.md): its long-running requests end, and its watch-cache collections and its
+// objects in the cross-cluster ones (the controllers' and the scheduler's) are dropped.
+func (a *API) ForgetCluster(cluster string) {
+	a.EndCluster(cluster)
+	if a.cache != nil {
+		a.cache.DropCluster(cluster)
+	}
+}
+
 // ensureKubernetesService creates default/kubernetes at the first address of the service range: the in-cluster
 // name of the API (its endpoints follow the server in the agent issue).
 func (a *API) ensureKubernetesService(ctx context.Context, id string) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
@@ -21,8 +22,16 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
-// defaultWatchTimeout ends watches without timeoutSeconds (upstream picks 30-60 minutes at random).
-const defaultWatchTimeout = 30 * time.Minute
+// minWatchTimeout is upstream's --min-request-timeout: every watch ends after a random time between it and
+// twice it (upstream's choice for watches without timeoutSeconds), and timeoutSeconds can only shorten that, so
+// no watch outlives an hour without its client authenticating again (docs/design/revocation.md).
+const minWatchTimeout = 30 * time.Minute
+
+// watchTimeout is the longest a new watch may last: random in [minWatchTimeout, 2*minWatchTimeout), so that
+// watches started together do not all end (and come back) together.
+func watchTimeout() time.Duration {
+	return minWatchTimeout + rand.N(minWatchTimeout)
+}
 
 // initialEventsEnd is the annotation of the bookmark that ends the initial events of a WatchList.
 const initialEventsEnd = "k8s.io/initial-events-end"
@@ -67,13 +76,13 @@ func (rq *request) watchParams() (watchParams, error) {
 			return p, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", errs)
 		}
 	}
-	p.timeout = defaultWatchTimeout
+	p.timeout = watchTimeout()
 	if v := q.Get("timeoutSeconds"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			return p, badRequestf("invalid timeoutSeconds %q", v)
 		}
-		if n > 0 {
+		if n > 0 && n < int64(p.timeout/time.Second) {
 			p.timeout = time.Duration(n) * time.Second
 		}
 	}

@@ -202,12 +202,19 @@ func (c *Cache) drop(col *Collection) {
 	c.mu.Unlock()
 }
 
-// DropCluster drops every collection of cluster (a deleted cluster); their watches end with ErrReset.
+// DropCluster drops every collection of cluster (a deleted cluster), and every cross-cluster collection that
+// still holds an object of it (the store deletes a cluster's objects without events, so they would stay there
+// for good); their watches end with ErrReset, and a cross-cluster collection's followers start over from a
+// fresh one without the cluster. Cross-cluster collections without its objects are left alone, so a second call
+// costs nothing.
 func (c *Cache) DropCluster(cluster string) {
+	if cluster == "" {
+		return
+	}
 	c.mu.Lock()
 	var drop []*Collection
 	for k, col := range c.cols {
-		if k.Cluster == cluster {
+		if k.Cluster == cluster || k.Cluster == "" && col.holdsCluster(cluster) {
 			drop = append(drop, col)
 			delete(c.cols, k)
 		}

@@ -514,6 +514,24 @@ func (col *Collection) ListChanged(namespace string) ([]*Entry, int64) {
 	return col.listIn(col.kind.Cluster, namespace), col.changed
 }
 
+// holdsCluster reports whether the collection holds an object of cluster; true while it is still loading (it
+// may have read the cluster's objects before they were deleted).
+func (col *Collection) holdsCluster(cluster string) bool {
+	select {
+	case <-col.synced:
+	default:
+		return true
+	}
+	col.mu.RLock()
+	defer col.mu.RUnlock()
+	found := false
+	col.items.AscendGreaterOrEqual(&Entry{Cluster: cluster}, func(e *Entry) bool {
+		found = e.Cluster == cluster
+		return false
+	})
+	return found
+}
+
 // listIn is List's work: the entries of cluster (and namespace, unless ""); mu must be held.
 func (col *Collection) listIn(cluster, namespace string) []*Entry {
 	var out []*Entry
