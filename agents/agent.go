@@ -47,6 +47,9 @@ import (
 type Config struct {
 	// Server is the server's base URL; Token a join token (needed on the first start only).
 	Server, Token string
+	// TokenFile holds the join token when Token is empty; it is deleted once the node's credential is kept
+	// (jointoken.go).
+	TokenFile string
 	// NodeName names the node (default: the host name, lower-cased).
 	NodeName string
 	// DataDir keeps the identity, the runtime's state, volumes and logs (default /var/lib/wheelhouse-agent).
@@ -196,6 +199,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent: data dir %q: %w", cfg.DataDir, err)
 	}
 	cfg.DataDir = dir
+	if cfg.Token, err = cfg.joinToken(); err != nil {
+		return err
+	}
 	if cfg.Hollow > 0 {
 		return runHollow(ctx, cfg, log)
 	}
@@ -207,6 +213,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	cfg.forgetJoinToken(log)
 	log = log.With("node", id.NodeName, "cluster", id.Cluster)
 	cl, err := newClients(id.RESTConfig())
 	if err != nil {

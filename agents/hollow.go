@@ -106,6 +106,7 @@ func runHollow(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	cfg.forgetJoinToken(log)
 	return runHollowNodes(ctx, nodes, hollowOptions{DataDir: cfg.DataDir, Labels: cfg.Labels, Taints: cfg.Taints, Logger: log})
 }
 

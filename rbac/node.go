@@ -14,7 +14,8 @@ import (
 //   - creates its own Node, and updates and patches it and its status (NodeRestriction, an admission check,
 //     keeps it from changing its own taints); it may not delete it;
 //   - creates, reads and renews its own Lease in kube-node-lease;
-//   - updates the status of, and deletes, pods bound to it;
+//   - updates the status of, and deletes, pods bound to it (NodeRestriction refuses any change of such a
+//     pod's metadata through its status);
 //   - reads a secret or configmap, and requests a token of a service account, only when a pod bound to it uses it;
 //   - creates and patches events.
 // Anything else goes on to RBAC, which binds nothing to nodes by default.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -44,6 +45,11 @@ type Config struct {
 	Logger            *slog.Logger
 	// TLS, when set, serves HTTPS with it (the certificates must be set); nil serves plain HTTP.
 	TLS *tls.Config
+	// TrustedProxies are the reverse proxies in front of the server: a request whose connection comes from one
+	// of these networks is attributed to the nearest untrusted address of its X-Forwarded-For (audit records,
+	// sign-in throttling). None (the default): the connection's address, whatever the headers say
+	// (server/clientip).
+	TrustedProxies []netip.Prefix
 	// Mount registers further routes (the Kubernetes API, the platform API) on the server's Echo instance.
 	Mount []func(e *echo.Echo)
 }

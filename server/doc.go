@@ -23,6 +23,11 @@
 // server errors at error level, probes and scrapes at debug level unless they fail, the rest at info level.
 // Metric labels carry route patterns ("unmatched" when no route matched), never raw paths.
 //
+// Every request's client address is worked out once, before any handler runs (server/clientip): the
+// connection's, or, when the connection comes from one of Config.TrustedProxies, the nearest address of its
+// X-Forwarded-For that is not a trusted proxy. It is in the request context (clientip.Of) and is what
+// echo.Context.RealIP returns; X-Real-IP is never read. Audit records and sign-in throttling use it.
+//
 // # Errors
 //
 // Errors are RFC 9457 problem+json bodies. An unknown route is a 404; a wrong method on a known route a 405 with

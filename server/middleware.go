@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/clientip"
 )
 
 type requestIDKey struct{}
@@ -78,7 +80,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.log.LogAttrs(req.Context(), level, "http request",
 			slog.String("method", req.Method), slog.String("path", req.URL.Path), slog.String("route", route),
 			slog.Int("status", res.Status), slog.Duration("duration", elapsed), slog.Int64("bytes", res.Size),
-			slog.String("remote", req.RemoteAddr), slog.String("request_id", RequestID(req.Context())))
+			slog.String("remote", req.RemoteAddr), slog.String("client", clientip.Of(req)),
+			slog.String("request_id", RequestID(req.Context())))
 		return nil
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/clientip"
 )
 
 // idleTimeout closes keep-alive connections that sit unused this long.
@@ -45,8 +47,12 @@ func (s *Server) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	// Outermost first: every request gets an ID, is logged and counted, and no panic gets past recoverPanic.
-	e.Use(s.requestID, s.observe, s.recoverPanic)
+	// The one place the client's address is worked out; handlers read it with clientip.Of (or c.RealIP()).
+	extract := clientip.Extractor(s.cfg.TrustedProxies)
+	e.IPExtractor = extract
+	// Outermost first: every request gets an ID and its client address, is logged and counted, and no panic
+	// gets past recoverPanic.
+	e.Use(s.requestID, clientip.Middleware(extract), s.observe, s.recoverPanic)
 	s.routes(e)
 	return e
 }

@@ -31,6 +31,9 @@
 //     (pg_xact_status). When even that is impossible the error is an *AmbiguousError (errors.Is ErrAmbiguous):
 //     the write may or may not have happened; ResolveCommit answers later. It is never reported as success or as
 //     a conflict.
+//   - Keys: every part is valid UTF-8 without NUL, at most MaxKeyPart bytes (ValidKeyPart); any other key, or
+//     a List namespace that breaks the rule, is ErrInvalid, checked before a query (PostgreSQL's own refusal of
+//     such text is translated to ErrInvalid too).
 //   - Database driver errors never leak out: every error is one of the sentinels above, ErrInvalid, a context
 //     error, or ErrInternal, wrapped with the key involved.
 //

@@ -61,6 +61,10 @@ func translate(op string, key fmt.Stringer, err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "22021", "22P05": // character_not_in_repertoire (NUL, invalid UTF-8), untranslatable_character
+			return fmt.Errorf("%s: text PostgreSQL cannot hold: %w", what, ErrInvalid)
+		}
 		return fmt.Errorf("%s: SQLSTATE %s: %w", what, pgErr.Code, ErrInternal)
 	}
 	return fmt.Errorf("%s: %w", what, ErrInternal)

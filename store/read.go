@@ -56,6 +56,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListResult, error) 
 	if opts.Cluster == "" || opts.Resource == "" || opts.Limit < 0 || opts.Revision < 0 {
 		return ListResult{}, fmt.Errorf("list: cluster and resource are required, limit and revision >= 0: %w", ErrInvalid)
 	}
+	if !ValidKeyPart(opts.Cluster) || !ValidKeyPart(opts.Resource) || !ValidKeyPart(opts.Namespace) {
+		return ListResult{}, fmt.Errorf("list %s: parts must be valid UTF-8 without NUL, at most 1024 bytes: %w", listKey(opts), ErrInvalid)
+	}
 	var after *continueToken
 	rev := opts.Revision
 	if opts.Continue != "" {

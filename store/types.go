@@ -21,12 +21,22 @@ func (k Key) String() string {
 	return fmt.Sprintf("%s/%s/%s/%s", k.Cluster, k.Resource, k.Namespace, k.Name)
 }
 
+// MaxKeyPart is the most bytes a part of a Key may have.
+const MaxKeyPart = 1024
+
+// ValidKeyPart reports whether s may be a part of a Key (cluster, resource, namespace or name): valid UTF-8
+// without NUL (PostgreSQL text holds neither), at most MaxKeyPart bytes. The store refuses anything else with
+// ErrInvalid; callers that take names from users check first, to answer "no such object" or "invalid name".
+func ValidKeyPart(s string) bool {
+	return len(s) <= MaxKeyPart && utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
 func (k Key) validate() error {
 	if k.Cluster == "" || k.Resource == "" || k.Name == "" {
 		return fmt.Errorf("key %q: cluster, resource and name are required: %w", k, ErrInvalid)
 	}
 	for _, part := range []string{k.Cluster, k.Resource, k.Namespace, k.Name} {
-		if !utf8.ValidString(part) || strings.IndexByte(part, 0) >= 0 || len(part) > 1024 {
+		if !ValidKeyPart(part) {
 			return fmt.Errorf("key %q: parts must be valid UTF-8 without NUL, at most 1024 bytes: %w", k, ErrInvalid)
 		}
 	}

@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -55,37 +56,73 @@ const (
 var auditColumns = []string{"at", "team_id", "cluster_id", "actor", "actor_id", "action", "resource", "result",
 	"source", "user_agent", "detail"}
 
-// Audit writes events in one batch, all or none. An event's At zero is now; its ID is ignored. Text fields are
-// made storable rather than refused: invalid UTF-8 is replaced, NUL bytes dropped, and each field cut to 1024
-// bytes. An event without an Action, or whose Detail cannot be encoded as JSON or encodes to more than 64 KiB,
-// is ErrInvalid and nothing is written.
+// Audit writes events in one batch. Each event is checked alone, so a bad event never costs another: an event
+// without an Action, whose At is outside the years 1-9999, or whose Detail cannot be encoded as JSON or encodes
+// to more than 64 KiB, is not written, and the error (ErrInvalid) names each such event by its index; the
+// others are written all the same. An event's At zero is now; its ID is ignored. Text fields are made storable
+// rather than refused: invalid UTF-8 is replaced, NUL bytes dropped, and each field cut to 1024 bytes. Any
+// other error (ErrUnavailable, ErrClosed, ErrInternal) means nothing was written.
 func (s *Store) Audit(ctx context.Context, events ...AuditEvent) error {
+	invalid, err := s.audit(ctx, events)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, 0, len(invalid))
+	for _, bad := range invalid {
+		errs = append(errs, fmt.Errorf("tenancy: audit event %d %w", bad.index, bad.err))
+	}
+	return errors.Join(errs...)
+}
+
+// invalidAuditEvent is an event Audit refused: its index in the batch and why.
+type invalidAuditEvent struct {
+	index int
+	err   error
+}
+
+// audit writes the valid events and returns the invalid ones; err is a failed write (nothing written).
+func (s *Store) audit(ctx context.Context, events []AuditEvent) (invalid []invalidAuditEvent, err error) {
 	if len(events) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := s.now()
 	rows := make([][]any, 0, len(events))
 	for i, e := range events {
-		action := cleanText(e.Action)
-		if action == "" {
-			return fmt.Errorf("tenancy: audit event %d has no action: %w", i, ErrInvalid)
-		}
-		detail, err := encodeDetail(e.Detail)
+		row, err := auditRow(e, now)
 		if err != nil {
-			return fmt.Errorf("tenancy: audit event %d (%s): %w", i, action, err)
+			invalid = append(invalid, invalidAuditEvent{index: i, err: err})
+			continue
 		}
-		at := e.At
-		if at.IsZero() {
-			at = now
+		rows = append(rows, row)
+	}
+	if len(rows) > 0 {
+		if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{"audit_log"}, auditColumns, pgx.CopyFromRows(rows)); err != nil {
+			return nil, translate("audit", err)
 		}
-		rows = append(rows, []any{at, optText(e.TeamID), optText(e.ClusterID), cleanText(e.Actor),
-			cleanText(e.ActorID), action, cleanText(e.Resource), cleanText(e.Result), cleanText(e.Source),
-			cleanText(e.UserAgent), detail})
 	}
-	if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{"audit_log"}, auditColumns, pgx.CopyFromRows(rows)); err != nil {
-		return translate("audit", err)
+	return invalid, nil
+}
+
+// auditRow is e as a row of auditColumns, or an error (ErrInvalid, phrased to follow "audit event <i>") when e
+// cannot be stored.
+func auditRow(e AuditEvent, now time.Time) ([]any, error) {
+	action := cleanText(e.Action)
+	if action == "" {
+		return nil, fmt.Errorf("has no action: %w", ErrInvalid)
 	}
-	return nil
+	at := e.At
+	if at.IsZero() {
+		at = now
+	}
+	if y := at.Year(); y < 1 || y > 9999 {
+		return nil, fmt.Errorf("(%s) is dated in the year %d: %w", action, y, ErrInvalid)
+	}
+	detail, err := encodeDetail(e.Detail)
+	if err != nil {
+		return nil, fmt.Errorf("(%s): %w", action, err)
+	}
+	return []any{at, optText(e.TeamID), optText(e.ClusterID), cleanText(e.Actor), cleanText(e.ActorID), action,
+		cleanText(e.Resource), cleanText(e.Result), cleanText(e.Source), cleanText(e.UserAgent), detail}, nil
 }
 
 // cleanText makes s storable as text: valid UTF-8, no NUL, at most maxAuditField bytes (cut at a character).

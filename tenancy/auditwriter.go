@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,7 +11,8 @@ import (
 
 // AuditWriter writes audit events in the background, in batches, so that recording a request never waits for
 // the database: Record queues (it never blocks) and a writer inserts what is queued every FlushInterval or as
-// soon as BatchSize events wait. When the queue is full (the database is down or far behind) events are
+// soon as BatchSize events wait. Events are checked one by one: an invalid event is logged and dropped alone,
+// never with the rest of its batch. When the queue is full (the database is down or far behind) events are
 // dropped and counted, and the drop is logged: audit must not stop the API.
 type AuditWriter struct {
 	s       *Store
@@ -83,9 +85,7 @@ func (w *AuditWriter) run() {
 	flush := func(ctx context.Context) {
 		for len(buf) > 0 {
 			n := min(len(buf), w.batch)
-			if err := w.s.Audit(ctx, buf[:n]...); err != nil {
-				w.log.Error("writing audit events failed; they are lost", "events", n, "err", err)
-			}
+			w.write(ctx, buf[:n])
 			buf = buf[n:]
 		}
 		buf = nil
@@ -113,5 +113,29 @@ func (w *AuditWriter) run() {
 			cancel()
 			return
 		}
+	}
+}
+
+// write writes one batch. A bad event costs no other: an invalid event is logged (with what identifies it) and
+// dropped, the rest are written; a batch the database refuses for a reason other than being unreachable is
+// written again one event at a time, so that only the event it cannot store is lost.
+func (w *AuditWriter) write(ctx context.Context, batch []AuditEvent) {
+	invalid, err := w.s.audit(ctx, batch)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrInternal) && len(batch) > 1:
+		for i := range batch {
+			w.write(ctx, batch[i:i+1])
+		}
+		return
+	default:
+		w.log.Error("writing audit events failed; they are lost", "events", len(batch), "err", err)
+		return
+	}
+	for _, bad := range invalid {
+		e := batch[bad.index]
+		w.log.Error("dropping an invalid audit event", "err", bad.err, "team", e.TeamID, "cluster", e.ClusterID,
+			"actor", e.Actor, "action", e.Action, "resource", e.Resource, "result", e.Result, "source", e.Source,
+			"at", e.At)
 	}
 }

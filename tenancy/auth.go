@@ -52,6 +52,9 @@ func (s *Store) CreateToken(ctx context.Context, userID, name string, expiresAt 
 	if name == "" || len(name) > maxTokenNameLen {
 		return "", Token{}, fmt.Errorf("tenancy: token name must have 1 to %d bytes: %w", maxTokenNameLen, ErrInvalid)
 	}
+	if err := checkText("token name", name, maxTokenNameLen); err != nil {
+		return "", Token{}, err
+	}
 	if !expiresAt.IsZero() && !expiresAt.After(s.now()) {
 		return "", Token{}, fmt.Errorf("tenancy: token expiry %s is not in the future: %w", expiresAt, ErrInvalid)
 	}

@@ -32,6 +32,14 @@
 // (MinPasswordLen to 1024 bytes, argon2id-hashed). SetPassword and disabling a user (SetDisabled) delete all the
 // user's browser sessions.
 //
+// SignIn counts every attempt before it checks the password (throttle.go, table login_throttle), in one upsert
+// that increments and returns the counts under their rows' locks, so concurrent attempts are each evaluated
+// against the true count: per account and source address, FreeFailures failures and then a back-off from
+// BackoffBase doubling to MaxBackoff (a success or ThrottleWindow without attempts starts over), so an attacker
+// cannot lock a user out from another address; per account and per address (an IPv6 /64),
+// MaxAccountFailures and MaxAddressFailures per ThrottleWindow. A refused attempt is a *ThrottledError
+// (ErrThrottled, RetryAfter says when to retry) and is not counted; a successful one is taken back.
+//
 // # Invitations
 //
 // An invitation token is "whi_" + 30 base62 characters from crypto/rand + a 6-character checksum, the format of
@@ -101,11 +109,17 @@
 // counts a use in one UPDATE (secret hash, not revoked, not expired, uses below max_uses), so concurrent uses
 // never exceed MaxUses; a token that fails any check is ErrUnauthenticated (the wrapped message says which,
 // for logs), a database failure ErrUnavailable or ErrInternal. The CA hash is not checked by the server.
+// JoinNode spends the use and checks the node name in one transaction, the token first: a bad token is
+// ErrUnauthenticated whatever the name (nothing is learnt of the cluster's nodes without a valid token), and
+// a taken name (ErrConflict) rolls the use back.
 //
 // # Audit
 //
-// Audit writes a batch of events with one COPY, all or none; an event without an Action or with a Detail that
-// is not JSON or above 64 KiB is ErrInvalid. Text is made storable rather than refused (invalid UTF-8
+// Audit writes a batch of events with one COPY. Events are checked one by one and a bad event never costs
+// another: an event without an Action, dated outside the years 1-9999, or with a Detail that is not JSON or
+// above 64 KiB is left out and named in an ErrInvalid error while the others are written. AuditWriter (the
+// background writer of both APIs) logs and drops such an event alone, and writes a batch the database refuses
+// again one event at a time, so that only the event it cannot store is lost. Text is made storable rather than refused (invalid UTF-8
 // replaced, NUL dropped, fields cut to 1024 bytes). Records have no foreign keys, so they outlive their teams
 // and clusters. AuditLog reads one team's records (TeamID required) newest first by id, the write order, with
 // optional filters (cluster, actor by name or id, action, time range); Limit defaults to DefaultAuditLimit and

@@ -31,6 +31,9 @@ const (
 	codeForeignKey     = "23503"
 	codeUnique         = "23505"
 	codeUndefinedTable = "42P01"
+	// codeBadText and codeUntranslatable: text PostgreSQL cannot hold (a NUL byte, invalid UTF-8).
+	codeBadText        = "22021"
+	codeUntranslatable = "22P05"
 )
 
 // translate turns a driver error from operation op into a sentinel; pgx types never escape this package.
@@ -53,6 +56,9 @@ func translate(op string, err error) error {
 		return fmt.Errorf("tenancy: %s: %w", op, ErrNotFound)
 	case isUnavailable(err):
 		return fmt.Errorf("tenancy: %s: %w", op, ErrUnavailable)
+	case errors.As(err, &pgErr) && (pgErr.Code == codeBadText || pgErr.Code == codeUntranslatable):
+		// A backstop: inputs are checked before they reach a query; one that was not is the caller's error.
+		return fmt.Errorf("tenancy: %s: text with a NUL byte or invalid UTF-8: %w", op, ErrInvalid)
 	case errors.As(err, &pgErr):
 		return fmt.Errorf("tenancy: %s: SQLSTATE %s: %w", op, pgErr.Code, ErrInternal)
 	}

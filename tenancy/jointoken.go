@@ -214,19 +214,24 @@ func (s *Store) RevokeJoinToken(ctx context.Context, clusterID, id string) error
 // token, or a wrong secret, is ErrUnauthenticated; the wrapped message says which, for logs. The CA hash in the
 // token is for the node and is not checked here. A database failure is ErrUnavailable or ErrInternal.
 func (s *Store) UseJoinToken(ctx context.Context, token string) (JoinToken, error) {
+	return s.useJoinToken(ctx, s.pool, token)
+}
+
+// useJoinToken is UseJoinToken through q (the pool, or a transaction whose rollback takes the use back).
+func (s *Store) useJoinToken(ctx context.Context, q querier, token string) (JoinToken, error) {
 	_, id, secret, err := ParseJoinToken(token)
 	if err != nil {
 		return JoinToken{}, fmt.Errorf("tenancy: malformed join token: %w", ErrUnauthenticated)
 	}
 	h := sha256.Sum256([]byte(secret))
 	now := s.now()
-	jt, err := scanJoinToken(s.pool.QueryRow(ctx, `UPDATE join_tokens SET uses = uses + 1, last_used_at = $3
+	jt, err := scanJoinToken(q.QueryRow(ctx, `UPDATE join_tokens SET uses = uses + 1, last_used_at = $3
 		WHERE id = $1 AND secret_hash = $2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)
 			AND (max_uses IS NULL OR uses < max_uses)
 		RETURNING `+joinTokenColumns, id, h[:], now))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return JoinToken{}, fmt.Errorf("tenancy: join token %q %s: %w", id, s.whyRejected(ctx, id, h, now), ErrUnauthenticated)
+		return JoinToken{}, fmt.Errorf("tenancy: join token %q %s: %w", id, s.whyRejected(ctx, q, id, h, now), ErrUnauthenticated)
 	case err != nil:
 		return JoinToken{}, translate("use join token", err)
 	}
@@ -234,11 +239,11 @@ func (s *Store) UseJoinToken(ctx context.Context, token string) (JoinToken, erro
 }
 
 // whyRejected says, for logs, why join token id with secret hash h was refused at now.
-func (s *Store) whyRejected(ctx context.Context, id string, h [32]byte, now time.Time) string {
+func (s *Store) whyRejected(ctx context.Context, q querier, id string, h [32]byte, now time.Time) string {
 	var stored []byte
 	var jt JoinToken
 	var expires, revoked *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT secret_hash, expires_at, revoked_at, coalesce(max_uses, 0), uses
+	err := q.QueryRow(ctx, `SELECT secret_hash, expires_at, revoked_at, coalesce(max_uses, 0), uses
 		FROM join_tokens WHERE id = $1`, id).Scan(&stored, &expires, &revoked, &jt.MaxUses, &jt.Uses)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

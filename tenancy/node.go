@@ -20,46 +20,43 @@ type NodeCredential struct {
 }
 
 // JoinNode exchanges a join token for a credential of node nodeName in the token's cluster (counting one use
-// of the token). A node name already joined (with a live credential) is ErrConflict: revoke its credential
-// first to re-join it, so a leaked join token cannot take over an existing node. A bad join token is
-// ErrUnauthenticated; a node name that is not a DNS subdomain is ErrInvalid.
+// of the token). The join token is checked first (secret, revocation, expiry, uses: a bad one is
+// ErrUnauthenticated whatever the node name), so a caller without a valid token learns nothing of the
+// cluster's nodes. A node name already joined (with a live credential) is then ErrConflict, and the use is not
+// counted: revoke its credential first to re-join it, so a leaked join token cannot take over an existing node.
+// A node name that is not a DNS subdomain is ErrInvalid (before anything is looked up).
 func (s *Store) JoinNode(ctx context.Context, joinToken, nodeName string) (string, NodeCredential, error) {
 	if errs := validation.IsDNS1123Subdomain(nodeName); len(errs) > 0 {
 		return "", NodeCredential{}, fmt.Errorf("tenancy: node name %q: %s: %w", nodeName, errs[0], ErrInvalid)
 	}
-	_, id, _, err := ParseJoinToken(joinToken)
-	if err != nil {
-		return "", NodeCredential{}, fmt.Errorf("tenancy: join token: %w", ErrUnauthenticated)
-	}
-	var cluster string
-	if err := s.pool.QueryRow(ctx, `SELECT cluster_id FROM join_tokens WHERE id = $1`, id).Scan(&cluster); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return "", NodeCredential{}, fmt.Errorf("tenancy: join token: %w", ErrUnauthenticated)
+	var secret string
+	var nc NodeCredential
+	err := s.inTx(ctx, "join node", func(tx pgx.Tx) error {
+		// The use is spent in the transaction: a conflict below rolls it back.
+		jt, err := s.useJoinToken(ctx, tx, joinToken)
+		if err != nil {
+			return err
 		}
-		return "", NodeCredential{}, translate("join node", err)
-	}
-	var taken bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM node_credentials WHERE cluster_id = $1
-		AND node_name = $2 AND revoked_at IS NULL)`, cluster, nodeName).Scan(&taken); err != nil {
-		return "", NodeCredential{}, translate("join node", err)
-	}
-	if taken {
-		return "", NodeCredential{}, fmt.Errorf("tenancy: node %q already joined cluster %s: %w", nodeName, cluster, ErrConflict)
-	}
-	jt, err := s.UseJoinToken(ctx, joinToken)
+		var taken bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM node_credentials WHERE cluster_id = $1
+			AND node_name = $2 AND revoked_at IS NULL)`, jt.ClusterID, nodeName).Scan(&taken); err != nil {
+			return err
+		}
+		if taken {
+			return fmt.Errorf("node %q already joined cluster %s: %w", nodeName, jt.ClusterID, ErrConflict)
+		}
+		secret = encodePrefixed(NodeCredentialPrefix, randomBase62(tokenRandLen))
+		h := hashToken(secret)
+		nc = NodeCredential{ClusterID: jt.ClusterID, NodeName: nodeName, JoinTokenID: jt.ID, CreatedAt: s.now()}
+		err = tx.QueryRow(ctx, `INSERT INTO node_credentials (cluster_id, node_name, hash, join_token_id, created_at)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id::text`, nc.ClusterID, nodeName, h[:], jt.ID, nc.CreatedAt).Scan(&nc.ID)
+		if pgCode(err) == codeUnique {
+			return fmt.Errorf("node %q already joined cluster %s: %w", nodeName, nc.ClusterID, ErrConflict)
+		}
+		return err
+	})
 	if err != nil {
 		return "", NodeCredential{}, err
-	}
-	secret := encodePrefixed(NodeCredentialPrefix, randomBase62(tokenRandLen))
-	h := hashToken(secret)
-	nc := NodeCredential{ClusterID: jt.ClusterID, NodeName: nodeName, JoinTokenID: jt.ID, CreatedAt: s.now()}
-	err = s.pool.QueryRow(ctx, `INSERT INTO node_credentials (cluster_id, node_name, hash, join_token_id, created_at)
-		VALUES ($1, $2, $3, $4, $5) RETURNING id::text`, nc.ClusterID, nodeName, h[:], jt.ID, nc.CreatedAt).Scan(&nc.ID)
-	if pgCode(err) == codeUnique {
-		return "", NodeCredential{}, fmt.Errorf("tenancy: node %q already joined cluster %s: %w", nodeName, nc.ClusterID, ErrConflict)
-	}
-	if err != nil {
-		return "", NodeCredential{}, translate("join node", err)
 	}
 	return secret, nc, nil
 }
@@ -124,6 +121,10 @@ func (s *Store) NodeCredentials(ctx context.Context, cluster string) ([]NodeCred
 // RevokeNodeCredential revokes the live credential of a node; the node's agent is refused from its next request
 // and the name may join again. No live credential is ErrNotFound.
 func (s *Store) RevokeNodeCredential(ctx context.Context, cluster, nodeName string) error {
+	if !ValidID(cluster) || len(validation.IsDNS1123Subdomain(nodeName)) > 0 {
+		// No credential has such a name (JoinNode refuses it); nor must it reach a query (a NUL byte).
+		return fmt.Errorf("tenancy: node %q of cluster %q has no live credential: %w", nodeName, cluster, ErrNotFound)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE node_credentials SET revoked_at = $3 WHERE cluster_id = $1 AND node_name = $2
 		AND revoked_at IS NULL`, cluster, nodeName, s.now())
 	if err != nil {

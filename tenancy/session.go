@@ -24,16 +24,6 @@ const (
 	sessionTouch    = time.Minute        // last_seen_at is written at most this often
 )
 
-// Sign-in throttling: failures counted in a sliding window, per account and per source address.
-const (
-	ThrottleWindow     = time.Hour
-	MaxAccountFailures = 100  // per account (email) per window, whatever the address
-	MaxAddressFailures = 1000 // per source address per window, whatever the account
-)
-
-// ErrThrottled: too many failed sign-ins for this account or address; try later.
-var ErrThrottled = errors.New("tenancy: too many failed sign-ins")
-
 // Session is a signed-in browser.
 type Session struct {
 	UserID    string
@@ -57,26 +47,21 @@ var dummyHash = sync.OnceValue(func() string {
 })
 
 // SignIn checks email and password and starts a session. An unknown email, a wrong password, a user without a
-// password and a disabled user all fail the same way (ErrUnauthenticated, after the same password work);
-// too many failures for the account or the source address fail with ErrThrottled before any check. It returns
-// the session id for the cookie, shown only here.
+// password and a disabled user all fail the same way (ErrUnauthenticated, after the same password work). Every
+// attempt is counted first (throttle.go): one refused by the back-off of this account and source address, or
+// by the account's or the address's limit, fails with a *ThrottledError (ErrThrottled) before any check. It
+// returns the session id for the cookie, shown only here.
 func (s *Store) SignIn(ctx context.Context, email, password, source, userAgent string) (string, Session, error) {
 	email = NormalizeEmail(email)
 	now := s.now()
-	accountKey, addressKey := "account:"+email, "address:"+source
-	var acct, addr int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE key = $1), count(*) FILTER (WHERE key = $2)
-		FROM login_failures WHERE key IN ($1, $2) AND at > $3`, accountKey, addressKey, now.Add(-ThrottleWindow)).Scan(&acct, &addr)
-	if err != nil {
-		return "", Session{}, translate("sign in", err)
-	}
-	if acct >= MaxAccountFailures || addr >= MaxAddressFailures {
-		return "", Session{}, fmt.Errorf("tenancy: sign-in of %q from %s: %w", email, source, ErrThrottled)
+	keys := throttleKeysFor(email, source)
+	if err := s.claimAttempt(ctx, keys, now); err != nil {
+		return "", Session{}, err
 	}
 	var userID, hash string
 	var disabled bool
 	var hashPtr *string
-	err = s.pool.QueryRow(ctx, `SELECT id::text, password_hash, disabled FROM users WHERE email = $1`, email).
+	err := s.pool.QueryRow(ctx, `SELECT id::text, password_hash, disabled FROM users WHERE email = $1`, email).
 		Scan(&userID, &hashPtr, &disabled)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return "", Session{}, translate("sign in", err)
@@ -87,13 +72,10 @@ func (s *Store) SignIn(ctx context.Context, email, password, source, userAgent s
 	}
 	ok, _, verr := VerifyPassword(hash, password)
 	if verr != nil || !ok || hashPtr == nil || disabled || userID == "" {
-		if _, err := s.pool.Exec(ctx, `WITH old AS (DELETE FROM login_failures WHERE key IN ($1, $2) AND at <= $4)
-			INSERT INTO login_failures (key, at) VALUES ($1, $3), ($2, $3)`, accountKey, addressKey, now,
-			now.Add(-ThrottleWindow)); err != nil {
-			s.log.Warn("recording a failed sign-in failed", "err", translate("sign in", err))
-		}
+		s.pruneThrottle(ctx, now) // the attempt stays counted
 		return "", Session{}, fmt.Errorf("tenancy: sign-in of %q: %w", email, ErrUnauthenticated)
 	}
+	s.forgiveAttempt(ctx, keys)
 	return s.startSession(ctx, userID, email, source, userAgent, now)
 }
 

@@ -81,36 +81,3 @@ func TestSignInAndSessions(t *testing.T) {
 	_, _, err = s.SignIn(ctx, "sam@example.com", "a new password", "10.0.0.1", "test")
 	wantErr(t, err, ErrUnauthenticated)
 }
-
-func TestSignInThrottling(t *testing.T) {
-	db := newTestDB(t)
-	clock := newFakeClock()
-	s := db.open(t, clock)
-	if _, err := s.CreateUser(t.Context(), "tia@example.com", "the right password"); err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	// 100 failures from many addresses lock the account for the window, even for the right password.
-	for i := range MaxAccountFailures {
-		db.exec(t, "INSERT INTO login_failures (key, at) VALUES ('account:tia@example.com', $1)", clock.Now().Add(-time.Duration(i)*time.Second))
-	}
-	_, _, err := s.SignIn(ctx, "tia@example.com", "the right password", "10.0.0.9", "test")
-	wantErr(t, err, ErrThrottled)
-	clock.Advance(ThrottleWindow + time.Minute)
-	if _, _, err := s.SignIn(ctx, "tia@example.com", "the right password", "10.0.0.9", "test"); err != nil {
-		t.Fatalf("after the window: %v", err)
-	}
-	// Per address: one address failing on many accounts is stopped too.
-	for i := range MaxAddressFailures {
-		db.exec(t, "INSERT INTO login_failures (key, at) VALUES ('address:10.9.9.9', $1)", clock.Now().Add(-time.Duration(i)*time.Millisecond))
-	}
-	_, _, err = s.SignIn(ctx, "tia@example.com", "the right password", "10.9.9.9", "test")
-	wantErr(t, err, ErrThrottled)
-	// Real failures are counted.
-	for range 3 {
-		_, _, _ = s.SignIn(ctx, "tia@example.com", "wrong", "10.0.0.7", "test")
-	}
-	if n := db.count(t, "login_failures"); n < MaxAddressFailures+6 {
-		t.Fatalf("%d failure rows", n)
-	}
-}

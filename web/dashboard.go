@@ -100,7 +100,7 @@ func New(cfg Config) (*Dashboard, error) {
 func (d *Dashboard) Register(e *echo.Echo) {
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, Prefix+"/") })
 	e.GET(static.Prefix+"*", echo.WrapHandler(d.static))
-	g := e.Group(Prefix, d.secureHeaders)
+	g := e.Group(Prefix, d.secureHeaders, d.limitBody)
 	g.GET("/signin", d.signInPage)
 	g.POST("/signin", d.signIn)
 	g.GET("/invitation", d.invitationPage)

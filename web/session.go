@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/clientip"
 	"github.com/wheelhouse-dev/wheelhouse/server/platform"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 )
@@ -70,6 +71,9 @@ func (d *Dashboard) authenticated(next echo.HandlerFunc) echo.HandlerFunc {
 			return d.internalError(c, err)
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if ok, err := d.readForm(c); !ok {
+				return err
+			}
 			token := r.Header.Get(platform.CSRFHeader)
 			if token == "" {
 				token = c.FormValue(csrfField)
@@ -139,12 +143,16 @@ func (d *Dashboard) signIn(c echo.Context) error {
 	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
 		return d.errorPage(c, http.StatusForbidden, "Cross-origin request", "This request came from another site.")
 	}
+	if ok, err := d.readForm(c); !ok {
+		return err
+	}
 	v := signInView{Email: c.FormValue("email"), Next: safeNext(c.FormValue("next"))}
 	id, _, err := d.cfg.Tenancy.SignIn(r.Context(), v.Email, c.FormValue("password"), remoteIP(r), r.UserAgent())
 	switch {
 	case errors.Is(err, tenancy.ErrThrottled):
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(tenancy.ThrottleWindow.Seconds())))
-		v.Error = "Too many failed sign-ins for this account or address. Try again later."
+		wait := tenancy.RetryAfter(err)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
+		v.Error = "Too many failed sign-ins. Try again in " + waitText(wait) + "."
 		return d.render(c, http.StatusTooManyRequests, signInPage(d.static, v))
 	case errors.Is(err, tenancy.ErrUnauthenticated):
 		v.Error = "Wrong email or password."
@@ -164,10 +172,17 @@ func (d *Dashboard) signOut(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, Prefix+"/signin")
 }
 
-func remoteIP(r *http.Request) string {
-	host := r.RemoteAddr
-	if i := strings.LastIndexByte(host, ':'); i >= 0 {
-		host = host[:i]
+// remoteIP is the address the request comes from (clientip.Of): the connection's, or behind a trusted proxy the
+// one it forwards; never a header a client could set.
+// waitText says a wait of secs seconds in words, rounded up to minutes from two minutes on.
+func waitText(secs int) string {
+	switch {
+	case secs == 1:
+		return "a second"
+	case secs < 120:
+		return strconv.Itoa(secs) + " seconds"
 	}
-	return strings.Trim(host, "[]")
+	return strconv.Itoa((secs+59)/60) + " minutes"
 }
+
+func remoteIP(r *http.Request) string { return clientip.Of(r) }

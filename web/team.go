@@ -473,8 +473,12 @@ func (d *Dashboard) joinPage(c echo.Context) error {
 	if err != nil {
 		return d.internalError(c, err)
 	}
+	v.Form = map[string]string{"hours": defaultJoinHours}
 	return d.renderJoin(c, s, http.StatusOK, v)
 }
+
+// defaultJoinHours is the join form's expiry, the platform API's default.
+var defaultJoinHours = strconv.Itoa(int(platform.DefaultJoinTokenTTL.Hours()))
 
 // renderJoin renders the join page with the live list of the cluster's nodes under it.
 func (d *Dashboard) renderJoin(c echo.Context, s *scope, status int, v joinView) error {
@@ -495,10 +499,13 @@ func (d *Dashboard) createJoinToken(c echo.Context) error {
 		return err
 	}
 	form := map[string]string{"description": strings.TrimSpace(c.FormValue("description")), "hours": c.FormValue("hours"),
-		"maxUses": c.FormValue("maxUses")}
+		"maxUses": c.FormValue("maxUses"), "neverExpires": c.FormValue("neverExpires")}
 	body := map[string]any{"description": form["description"]}
 	errs := map[string]string{}
-	if h := strings.TrimSpace(form["hours"]); h != "" {
+	// Without hours the platform's default applies (platform.DefaultJoinTokenTTL); no expiry only when asked.
+	if form["neverExpires"] != "" {
+		body["neverExpires"] = true
+	} else if h := strings.TrimSpace(form["hours"]); h != "" {
 		n, err := strconv.Atoi(h)
 		if err != nil || n < 1 || n > 24*365 {
 			errs["hours"] = "must be a number of hours from 1 to 8760"
@@ -593,6 +600,9 @@ func (d *Dashboard) acceptInvitation(c echo.Context) error {
 	r := c.Request()
 	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
 		return d.errorPage(c, http.StatusForbidden, "Cross-origin request", "This request came from another site.")
+	}
+	if ok, err := d.readForm(c); !ok {
+		return err
 	}
 	v := invitationView{Token: c.FormValue("token")}
 	body := map[string]string{"token": v.Token}

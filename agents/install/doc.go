@@ -16,6 +16,8 @@
 //
 // The script (install.sh.tmpl) trusts nothing it downloads until it has checked it: the CA against the join
 // token's pin, then the binary against the checksum fetched over the pinned connection. Its guarantees (idempotent
-// reruns, nothing run from a truncated download, the token never on a command line) are stated in its header and
-// --help, and tested against a live server in script_test.go.
+// reruns, nothing run from a truncated download, the token never on a command line nor in agent.env, only in
+// /etc/wheelhouse/join-token until the node has joined: the agent deletes it once its credential is kept, and a
+// rerun on a joined node writes none) are stated in its header and --help, and tested against a live server in
+// script_test.go and jointoken_script_test.go.
 package install

@@ -235,7 +235,7 @@ func TestScriptInstall(t *testing.T) {
 			wantMode(t, m, binFile, 0o755)
 			wantMode(t, m, envFile, 0o600)
 			wantMode(t, m, uninstallFile, 0o755)
-			wantEnv := "WHEELHOUSE_SERVER=" + srv.URL + "\nWHEELHOUSE_TOKEN=" + srv.Token + "\nWHEELHOUSE_NODE_NAME=node-1\n" +
+			wantEnv := "WHEELHOUSE_SERVER=" + srv.URL + "\nWHEELHOUSE_TOKEN_FILE=/etc/wheelhouse/join-token\nWHEELHOUSE_NODE_NAME=node-1\n" +
 				"WHEELHOUSE_NODE_LABELS=zone=a\nWHEELHOUSE_NODE_TAINTS=dedicated=db:NoSchedule\n"
 			if env := m.read(t, envFile); !strings.HasSuffix(env, wantEnv) {
 				t.Errorf("agent.env:\n%s\nwant it to end with:\n%s", env, wantEnv)

@@ -21,6 +21,7 @@ import (
 type agentFlags struct {
 	server, token, nodeName, dataDir, runtime, nodeIP, logLevel, debugListen string
 	proxyMode, ipvsScheduler, clusterDomain, containerdEndpoint, cniConfDir  string
+	tokenFile                                                                string
 	labels, taints                                                           []string
 	insecureHTTP                                                             bool
 	hollow, leaseSeconds, maxParallelStarts                                  int
@@ -46,6 +47,7 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 	}{
 		{&f.server, "server", "WHEELHOUSE_SERVER", "", "the server's URL (https://host:port)"},
 		{&f.token, "token", "WHEELHOUSE_TOKEN", "", "a join token (K10...::id.secret); needed on the first start only"},
+		{&f.tokenFile, "token-file", "WHEELHOUSE_TOKEN_FILE", "", "a file holding the join token (when --token is not given); deleted once the node's credential is kept"},
 		{&f.nodeName, "node-name", "WHEELHOUSE_NODE_NAME", "", "the node's name (default: the host name)"},
 		{&f.dataDir, "data-dir", "WHEELHOUSE_AGENT_DATA_DIR", "/var/lib/wheelhouse-agent", "the agent's state: identity, runtime, volumes, logs"},
 		{&f.runtime, "runtime", "WHEELHOUSE_RUNTIME", agents.RuntimeProcess, "container runtime: process (the container's command as a host process in the pod's namespaces) or containerd (container images, through containerd's CRI plugin)"},
@@ -149,7 +151,7 @@ func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return agents.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
-	cfg := agents.Config{Server: f.server, Token: f.token, NodeName: f.nodeName, DataDir: f.dataDir, Runtime: f.runtime,
+	cfg := agents.Config{Server: f.server, Token: f.token, TokenFile: f.tokenFile, NodeName: f.nodeName, DataDir: f.dataDir, Runtime: f.runtime,
 		ContainerdEndpoint: f.containerdEndpoint, CNIConfDir: f.cniConfDir,
 		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, LeaseDuration: time.Duration(f.leaseSeconds) * time.Second, Labels: map[string]string{},
 		ProxyMode: f.proxyMode, IPVSScheduler: f.ipvsScheduler, ClusterDomain: f.clusterDomain, ProxyMinSync: f.proxyMinSync, ProxySync: f.proxySync,

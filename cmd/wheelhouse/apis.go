@@ -91,10 +91,11 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 		auditW.Close()
 		return nil, nil, err
 	}
+	auditor := newKubeAuditor(ten, auditW)
 	api, err := kubeapi.New(kubeapi.Config{Storage: st, Registry: reg, Clusters: clusterSource{ten},
 		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: adm,
 		Rules: rulesResolver{authz}, ClusterObjects: clusterObjects, OpenAPI: spec, TypeConverter: tc,
-		Auditor: newKubeAuditor(ten, auditW), ServiceAccountTokens: saTokens, Logger: log.With("component", "kubeapi"),
+		Auditor: auditor, ServiceAccountTokens: saTokens, Logger: log.With("component", "kubeapi"),
 		DisableWatchCache: cfg.WatchCache == "off", Connector: agents})
 	if err != nil {
 		auditW.Close()
@@ -122,7 +123,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	// Access taken away anywhere (a deleted cluster, a revoked credential, a removed member) reaches this
 	// replica's tunnels, long-running requests and per-cluster caches (docs/design/revocation.md).
 	rev := &revocation{tunnels: tunnels, api: api, log: log.With("component", "revocation"),
-		forget: []func(string){ten.ForgetCluster, authz.a.Forget, saTokens.Forget, cas.Forget}}
+		forget: []func(string){ten.ForgetCluster, auditor.ForgetCluster, authz.a.Forget, saTokens.Forget, cas.Forget}}
 	revDone := make(chan struct{})
 	revStarted := make(chan struct{})
 	go func() {

@@ -135,33 +135,97 @@ func clusterObjects() []runtime.Object {
 type kubeAuditor struct {
 	ten *tenancy.Store
 	w   *tenancy.AuditWriter
-	mu  sync.Mutex
-	// teams caches cluster → team (a cluster never changes team).
-	teams map[string]string
+	now func() time.Time
+	ttl time.Duration // how long a cluster → team answer is kept (auditorTeamTTL)
+	max int           // how many are kept (auditorTeamEntries)
+
+	mu sync.Mutex // guards teams and forgotten; no other lock is taken while it is held
+	// teams caches cluster → team for ttl, at most max of them.
+	teams map[string]auditorTeam
+	// forgotten counts ForgetCluster calls, so that a lookup that raced one does not put back what it dropped.
+	forgotten uint64
 }
 
+// auditorTeam is a cached cluster → team answer.
+type auditorTeam struct {
+	team    string
+	expires time.Time
+}
+
+// Bounds of the auditor's cluster → team cache: a deleted cluster is forgotten at once on this replica
+// (ForgetCluster) and within auditorTeamTTL anywhere.
+const (
+	auditorTeamTTL     = time.Minute
+	auditorTeamEntries = 10000
+)
+
 func newKubeAuditor(ten *tenancy.Store, w *tenancy.AuditWriter) *kubeAuditor {
-	return &kubeAuditor{ten: ten, w: w, teams: map[string]string{}}
+	return &kubeAuditor{ten: ten, w: w, now: time.Now, ttl: auditorTeamTTL, max: auditorTeamEntries,
+		teams: map[string]auditorTeam{}}
+}
+
+// ForgetCluster drops what the auditor holds of cluster id (deleted: its id may later name another team's
+// cluster, whose records must not go to this team's log). Safe to call at any time, for any id.
+func (k *kubeAuditor) ForgetCluster(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.teams, id)
+	k.forgotten++
+}
+
+// team is the team of cluster id, cached; false for an unknown cluster (nothing happened in it).
+func (k *kubeAuditor) team(id string) (string, bool) {
+	k.mu.Lock()
+	e, ok := k.teams[id]
+	gen := k.forgotten
+	k.mu.Unlock()
+	if ok && k.now().Before(e.expires) {
+		return e.team, true
+	}
+	// Once per cluster, process and ttl; the tenancy store caches cluster rows too.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	cl, err := k.ten.Cluster(ctx, id)
+	cancel()
+	if err != nil {
+		return "", false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.forgotten != gen {
+		return cl.TeamID, true // a cluster was forgotten meanwhile: use the answer, do not keep it
+	}
+	now := k.now()
+	if _, ok := k.teams[id]; !ok && len(k.teams) >= k.max {
+		k.evict(now)
+	}
+	k.teams[id] = auditorTeam{team: cl.TeamID, expires: now.Add(k.ttl)}
+	return cl.TeamID, true
+}
+
+// evict makes room for one entry: the expired ones go, then arbitrary ones. Called with mu held.
+func (k *kubeAuditor) evict(now time.Time) {
+	for id, e := range k.teams {
+		if !now.Before(e.expires) {
+			delete(k.teams, id)
+		}
+	}
+	for id := range k.teams {
+		if len(k.teams) < k.max {
+			return
+		}
+		delete(k.teams, id)
+	}
 }
 
 func (k *kubeAuditor) Record(r kubeapi.AuditRecord) {
-	k.mu.Lock()
-	team, ok := k.teams[r.Cluster]
-	k.mu.Unlock()
+	team, ok := k.team(r.Cluster)
 	if !ok {
-		// Once per cluster and process; the tenancy store caches cluster rows.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		cl, err := k.ten.Cluster(ctx, r.Cluster)
-		cancel()
-		if err != nil {
-			return // an unknown cluster: nothing happened in it
-		}
-		team = cl.TeamID
-		k.mu.Lock()
-		k.teams[r.Cluster] = team
-		k.mu.Unlock()
+		return // an unknown cluster: nothing happened in it
 	}
 	action := r.Verb
+	if action == "" {
+		action = "unknown" // kubeapi promises a verb; a record without one is still kept
+	}
 	if r.Resource != "" {
 		action += " " + r.Resource
 		if r.Group != "" {

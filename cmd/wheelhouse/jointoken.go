@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/platform"
 )
 
 // joinTokenConfig is `wheelhouse join-token create`'s configuration.
@@ -42,7 +44,7 @@ func newJoinTokenCommand(getenv func(string) string, out io.Writer) *cobra.Comma
 	f.StringVar(&cfg.Token, "token", "", "API token of a team admin (env WHEELHOUSE_TOKEN)")
 	f.StringVar(&cfg.Cluster, "cluster", "", "id of the cluster")
 	f.StringVar(&cfg.Description, "description", "", "what the token is for")
-	f.DurationVar(&cfg.ExpiresIn, "expires-in", 0, "lifetime of the token (for example 24h); 0: no expiry")
+	f.DurationVar(&cfg.ExpiresIn, "expires-in", platform.DefaultJoinTokenTTL, "lifetime of the token (for example 2h); 0: no expiry (the token works until revoked)")
 	f.IntVar(&cfg.MaxUses, "max-uses", 0, "how many nodes may join with it; 0: unlimited")
 	f.StringVar(&cfg.CAFile, "certificate-authority", "", "PEM file of the CA of the server's certificate; empty: <data-dir>/tls/ca.crt if present")
 	f.StringVar(&cfg.DataDir, "data-dir", "./.wheelhouse", "the server's data directory (for its CA)")
@@ -88,6 +90,8 @@ func createJoinToken(ctx context.Context, cfg joinTokenConfig, out io.Writer) er
 	}
 	if cfg.ExpiresIn > 0 {
 		body["expiresAt"] = time.Now().Add(cfg.ExpiresIn).UTC().Format(time.RFC3339)
+	} else {
+		body["neverExpires"] = true // asked for explicitly: the flag's default is a day
 	}
 	b, _ := json.Marshal(body)
 	endpoint := strings.TrimRight(cfg.Server, "/") + "/platform/v1/clusters/" + url.PathEscape(cfg.Cluster) + "/join-tokens"

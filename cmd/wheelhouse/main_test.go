@@ -113,6 +113,8 @@ func TestServerConfigValidate(t *testing.T) {
 		{"advertise URL", func(c *serverConfig) { c.AdvertiseURL = "https://replica-1.internal:8443" }, ""},
 		{"advertise URL without a scheme", func(c *serverConfig) { c.AdvertiseURL = "replica-1:8443" }, "--advertise-url"},
 		{"advertise URL with a path", func(c *serverConfig) { c.AdvertiseURL = "https://lb/clusters" }, "--advertise-url"},
+		{"trusted proxies", func(c *serverConfig) { c.TrustedProxies = "10.0.0.0/8, 192.0.2.7" }, ""},
+		{"bad trusted proxies", func(c *serverConfig) { c.TrustedProxies = "10.0.0.0/8,lb.internal" }, "--trusted-proxies"},
 		{"debug listen on loopback", func(c *serverConfig) { c.DebugListen = "127.0.0.1:6060" }, ""},
 		{"debug listen on every address", func(c *serverConfig) { c.DebugListen = "0.0.0.0:6060" }, "--debug-listen"},
 		{"missing scheduler config", func(c *serverConfig) { c.SchedulerConfig = "/nonexistent/sched.yaml" }, "--scheduler-config"},

@@ -25,6 +25,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/migrations"
 	"github.com/wheelhouse-dev/wheelhouse/scheduler"
 	"github.com/wheelhouse-dev/wheelhouse/server"
+	"github.com/wheelhouse-dev/wheelhouse/server/clientip"
 	"github.com/wheelhouse-dev/wheelhouse/server/servingcert"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/store/pgserver"
@@ -68,6 +69,10 @@ type serverConfig struct {
 	// tunnel this replica holds); empty: the scheme, the listen address's host (the host name when it listens on
 	// every address) and the port.
 	AdvertiseURL string
+	// TrustedProxies is a comma-separated list of networks (CIDR, or single addresses) of the reverse proxies in
+	// front of the server, whose X-Forwarded-For names the client; empty: the connection's address is the
+	// client's, whatever the headers say.
+	TrustedProxies string
 	// DebugListen, when set, serves Go's profiler (net/http/pprof) on that address, unauthenticated: loopback
 	// only, for perf work.
 	DebugListen string
@@ -136,6 +141,9 @@ func (c serverConfig) Validate() error {
 			return fmt.Errorf("--advertise-url/WHEELHOUSE_ADVERTISE_URL %q: want scheme://host:port", c.AdvertiseURL)
 		}
 	}
+	if _, err := clientip.ParseNetworks(c.TrustedProxies); err != nil {
+		return fmt.Errorf("--trusted-proxies/WHEELHOUSE_TRUSTED_PROXIES: %w", err)
+	}
 	if err := checkDebugListen(c.DebugListen); err != nil {
 		return err
 	}
@@ -187,6 +195,7 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.LocalAgent, "local-agent", "WHEELHOUSE_LOCAL_AGENT", "off", "run a node agent of the default cluster on this machine as a child process: on or off (needs root)"},
 		{&cfg.DefaultTolerationSeconds, "default-toleration-seconds", "WHEELHOUSE_DEFAULT_TOLERATION_SECONDS", "300", "seconds a new pod tolerates the not-ready and unreachable taints unless it says otherwise (negative: add no such tolerations)"},
 		{&cfg.AdvertiseURL, "advertise-url", "WHEELHOUSE_ADVERTISE_URL", "", "URL the other server replicas reach this one at (they forward requests for nodes whose agent is connected here); default: scheme://<listen host or host name>:<port>"},
+		{&cfg.TrustedProxies, "trusted-proxies", "WHEELHOUSE_TRUSTED_PROXIES", "", "comma-separated networks (CIDR) of the reverse proxies in front of the server: from them, X-Forwarded-For names the client (audit log, sign-in throttling); empty: the connection's address, headers ignored"},
 		{&cfg.AgentBinaryDir, "agent-binary-dir", "WHEELHOUSE_AGENT_BINARY_DIR", "", "directory of prebuilt agents named wheelhouse-linux-<arch>, served to machines of other architectures than the server's (which gets the server's own executable)"},
 	}
 	for _, b := range bindings {
@@ -285,8 +294,9 @@ func serve(ctx context.Context, cfg serverConfig, log *slog.Logger) error {
 		return err
 	}
 	defer closeAPI()
+	proxies, _ := clientip.ParseNetworks(cfg.TrustedProxies) // validated
 	srv, err := server.New(server.Config{Listener: l, Store: st, Logger: log.With("component", "http"),
-		Mount: mount, TLS: tlsCfg})
+		Mount: mount, TLS: tlsCfg, TrustedProxies: proxies})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/client-go/rest"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/clientip"
 )
 
 // In-process clients: the server's own components (controllers, scheduler) are API clients like any other —
@@ -68,6 +70,7 @@ type localTransport struct {
 func (a *API) localEcho() *echo.Echo {
 	a.localOnce.Do(func() {
 		e := echo.New()
+		e.IPExtractor = clientip.Of // never a header
 		a.Register(e)
 		a.local = e
 	})

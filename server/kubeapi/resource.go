@@ -44,6 +44,9 @@ func (rq *request) serveResource() error {
 		Subresource: ri.subresource, Namespace: ri.namespace, Name: ri.name}); err != nil {
 		return err
 	}
+	if err := rq.checkStorable(); err != nil {
+		return err
+	}
 	if ri.verb != "watch" && !rq.isConnect() { // connect subresources are long-running, like watches
 		release, err := rq.acquire()
 		if err != nil {

@@ -95,7 +95,7 @@ func validateCreate(res *resources.Resource, obj runtime.Object) error {
 	if res.NameValidation != nil {
 		nameFn = apivalidation.ValidateNameFunc(res.NameValidation)
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(m, res.Namespaced, nameFn, field.NewPath("metadata"))
+	errs := apivalidation.ValidateObjectMetaAccessor(m, res.Namespaced, storableName(nameFn), field.NewPath("metadata"))
 	if res.Validate != nil {
 		errs = append(errs, res.Validate(obj)...)
 	}

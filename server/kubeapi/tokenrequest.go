@@ -110,7 +110,7 @@ func (rq *request) boundObject(ref *authenticationv1.BoundObjectReference) (sato
 		return satoken.Ref{}, apierrors.NewInvalid(tokenRequestGK, rq.info.name, field.ErrorList{
 			field.Required(p.Child("name"), "the bound object's name is required")})
 	}
-	uid, err := rq.api.objectUID(rq.ctx, key)
+	uid, _, err := rq.api.objectUID(rq.ctx, key)
 	if err != nil {
 		return satoken.Ref{}, err
 	}
@@ -121,11 +121,12 @@ func (rq *request) boundObject(ref *authenticationv1.BoundObjectReference) (sato
 	return satoken.Ref{Name: ref.Name, UID: uid}, nil
 }
 
-// objectUID reads the UID of a stored object; a missing object is a NotFound status.
-func (a *API) objectUID(ctx context.Context, key store.Key) (string, error) {
+// objectUID reads the UID and deletionTimestamp (nil unless being deleted) of a stored object; a missing
+// object is a NotFound status.
+func (a *API) objectUID(ctx context.Context, key store.Key) (string, *time.Time, error) {
 	so, err := a.cfg.Storage.Get(ctx, key)
 	if err != nil {
-		return "", storeError(err, schema.GroupResource{Resource: key.Resource}, key.Name)
+		return "", nil, storeError(err, schema.GroupResource{Resource: key.Resource}, key.Name)
 	}
 	var meta struct {
 		Metadata struct {
@@ -134,13 +135,18 @@ func (a *API) objectUID(ctx context.Context, key store.Key) (string, error) {
 		} `json:"metadata"`
 	}
 	if err := jsonUnmarshal(so.Value, &meta); err != nil {
-		return "", internal(err)
+		return "", nil, internal(err)
 	}
-	return meta.Metadata.UID, nil
+	if dt := meta.Metadata.DeletionTimestamp; dt != nil {
+		return meta.Metadata.UID, &dt.Time, nil
+	}
+	return meta.Metadata.UID, nil, nil
 }
 
 // serviceAccountUser authenticates a ServiceAccount token presented to the request's cluster: a valid
-// signature and claims, and a service account (and bound object) that still exist with the UIDs in the token.
+// signature and claims, and a service account (and bound object) that still exist with the UIDs in the token
+// and are not being deleted (satoken's Ended: upstream ends a token a minute past the deletionTimestamp of its
+// pod, secret, node or service account, so a pod kept terminating by a finalizer loses its token).
 func (rq *request) serviceAccountUser(token string) (User, error) {
 	c, err := rq.api.cfg.ServiceAccountTokens.Verify(rq.ctx, rq.cluster.ID, token, satoken.APIAudience)
 	if err != nil {
@@ -164,7 +170,7 @@ func (rq *request) serviceAccountUser(token string) (User, error) {
 		checks = append(checks, check{store.Key{Cluster: rq.cluster.ID, Resource: "nodes", Name: k.Node.Name}, k.Node.UID})
 	}
 	for _, ch := range checks {
-		uid, err := rq.api.objectUID(rq.ctx, ch.key)
+		uid, deletion, err := rq.api.objectUID(rq.ctx, ch.key)
 		var st apierrors.APIStatus
 		if errors.As(err, &st) && st.Status().Code == http.StatusNotFound {
 			return User{}, ErrUnauthenticated // the account or the bound object is gone: so is the token
@@ -174,6 +180,9 @@ func (rq *request) serviceAccountUser(token string) (User, error) {
 		}
 		if uid != ch.uid {
 			return User{}, ErrUnauthenticated // deleted and re-created: an old token does not carry over
+		}
+		if rq.api.cfg.ServiceAccountTokens.Ended(deletion) {
+			return User{}, ErrUnauthenticated // being deleted (terminating): its tokens end with it
 		}
 	}
 	rev, err := rq.api.cfg.Storage.CurrentRevision(rq.ctx)

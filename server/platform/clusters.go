@@ -188,10 +188,16 @@ func (a *API) listJoinTokens(c echo.Context, who *caller) *Problem {
 	return jsonOK(c, http.StatusOK, map[string]any{"items": out})
 }
 
+// DefaultJoinTokenTTL is the lifetime of a join token created without expiresAt (kubeadm's token TTL).
+const DefaultJoinTokenTTL = 24 * time.Hour
+
 type createJoinTokenBody struct {
-	Description string     `json:"description,omitempty"`
-	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
-	MaxUses     int        `json:"maxUses,omitempty"`
+	Description string `json:"description,omitempty"`
+	// ExpiresAt defaults to DefaultJoinTokenTTL from now.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// NeverExpires asks for a token without expiry (not with ExpiresAt).
+	NeverExpires bool `json:"neverExpires,omitempty"`
+	MaxUses      int  `json:"maxUses,omitempty"`
 }
 
 func (a *API) createJoinToken(c echo.Context, who *caller) *Problem {
@@ -206,11 +212,16 @@ func (a *API) createJoinToken(c echo.Context, who *caller) *Problem {
 		}
 	}
 	var errs []FieldError
-	var expires time.Time
-	if b.ExpiresAt != nil {
+	var expires time.Time // zero: never
+	switch {
+	case b.ExpiresAt != nil && b.NeverExpires:
+		errs = append(errs, FieldError{"neverExpires", "must not be given with expiresAt"})
+	case b.ExpiresAt != nil:
 		if expires = *b.ExpiresAt; !expires.After(a.cfg.Now()) {
 			errs = append(errs, FieldError{"expiresAt", "must be in the future"})
 		}
+	case !b.NeverExpires:
+		expires = a.cfg.Now().Add(DefaultJoinTokenTTL)
 	}
 	if b.MaxUses < 0 {
 		errs = append(errs, FieldError{"maxUses", "must be positive (0 or absent: unlimited)"})

@@ -51,7 +51,7 @@ var operations = map[string]op{
 	"DELETE /clusters/:cluster":                        {summary: "Delete a cluster and everything in it", role: "admin", status: 204},
 	"POST /clusters/:cluster/kubeconfig":               {summary: "A kubeconfig for the cluster with a new API token of the caller", role: "viewer", body: kubeconfigBody{}, status: 201, contentType: "application/yaml"},
 	"GET /clusters/:cluster/join-tokens":               {summary: "The cluster's node join tokens", role: "admin", response: itemsOf[joinTokenView]{}, status: 200},
-	"POST /clusters/:cluster/join-tokens":              {summary: "Create a node join token (K10<CA hash>::<id>.<secret>); shown once", role: "admin", body: createJoinTokenBody{}, response: joinTokenCreated{}, status: 201},
+	"POST /clusters/:cluster/join-tokens":              {summary: "Create a node join token (K10<CA hash>::<id>.<secret>); shown once; it expires after 24 hours unless expiresAt (or neverExpires: true) says otherwise", role: "admin", body: createJoinTokenBody{}, response: joinTokenCreated{}, status: 201},
 	"DELETE /clusters/:cluster/join-tokens/:id":        {summary: "Revoke a join token", role: "admin", status: 204},
 	"GET /tokens":                                      {summary: "The caller's API tokens (never their secrets)", response: itemsOf[tokenView]{}, status: 200},
 	"POST /tokens":                                     {summary: "Create an API token for the caller; shown once", body: createTokenBody{}, response: tokenCreated{}, status: 201},

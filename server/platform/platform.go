@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/wheelhouse-dev/wheelhouse/rbac"
+	"github.com/wheelhouse-dev/wheelhouse/server/clientip"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 )
 
@@ -193,7 +194,7 @@ func (a *API) record(c echo.Context, who *caller, status int) {
 	}
 	ev := tenancy.AuditEvent{At: a.cfg.Now(), TeamID: who.team, ClusterID: c.Param("cluster"), Actor: who.Email,
 		ActorID: who.UserID, Action: r.Method + " " + strings.TrimPrefix(c.Path(), Prefix), Resource: r.URL.Path,
-		Result: strconv.Itoa(status), Source: c.RealIP(), UserAgent: r.UserAgent()}
+		Result: strconv.Itoa(status), Source: clientip.Of(r), UserAgent: r.UserAgent()}
 	if ev.Actor == "" {
 		ev.Actor = "anonymous"
 	}
@@ -257,6 +258,7 @@ func (a *API) clusterAccess(c echo.Context, who *caller, cluster, obj, act strin
 // session so the same authorization and audit apply).
 func (a *API) Handler() http.Handler {
 	e := echo.New()
+	e.IPExtractor = clientip.Of // the caller's address travels in the request's context, never in a header
 	a.Register(e)
 	return e
 }

@@ -62,10 +62,15 @@ type env struct {
 	admin string // the bootstrap admin's token (owner of team default)
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv starts the API on a fresh database; opts adjust the tenancy Store's Config.
+func newEnv(t *testing.T, opts ...func(*tenancy.Config)) *env {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	ten, err := tenancy.Open(t.Context(), tenancy.Config{URL: url, Logger: slog.New(slog.DiscardHandler)})
+	tcfg := tenancy.Config{URL: url, Logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&tcfg)
+	}
+	ten, err := tenancy.Open(t.Context(), tcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,19 +591,21 @@ func TestBrowserSessions(t *testing.T) {
 }
 
 func TestLoginThrottling(t *testing.T) {
-	e := newEnv(t)
+	frozen := time.Now() // the back-off does not run out while the test runs
+	e := newEnv(t, func(c *tenancy.Config) { c.Now = func() time.Time { return frozen } })
 	if _, err := e.ten.CreateUser(t.Context(), "tom@example.com", "the right password!"); err != nil {
 		t.Fatal(err)
 	}
-	for range tenancy.MaxAccountFailures {
+	for range tenancy.FreeFailures {
 		if r, _ := e.doWith(nil, "POST", "/login", `{"email":"tom@example.com","password":"guess"}`); r.code != 401 {
 			t.Fatalf("failed login: %d", r.code)
 		}
 	}
+	// The back-off of this account from this address: a second before the next attempt is evaluated.
 	r, h := e.doWith(nil, "POST", "/login", `{"email":"tom@example.com","password":"the right password!"}`)
 	r.problem(t, 429)
-	if h.Get("Retry-After") == "" {
-		t.Error("429 without Retry-After")
+	if got := h.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After %q, want the back-off's 1 second", got)
 	}
 }
 

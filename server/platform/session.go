@@ -3,13 +3,14 @@ package platform
 import (
 	"crypto/subtle"
 	"errors"
-	"net"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/clientip"
 	"github.com/wheelhouse-dev/wheelhouse/tenancy"
 )
 
@@ -40,14 +41,9 @@ type userRef struct {
 	Email string `json:"email"`
 }
 
-// remoteAddr is the address the connection comes from. Forwarding headers are not trusted: a client could pick
-// any address and dodge per-address throttling.
-func remoteAddr(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
-}
+// remoteAddr is the address the request comes from (clientip.Of): the connection's, or behind a trusted
+// proxy the one it forwards; never a header a client could set to dodge per-address throttling.
+func remoteAddr(r *http.Request) string { return clientip.Of(r) }
 
 // login signs in with email and password and sets the session cookie. Unknown email and wrong password get
 // the same answer; too many failures get 429.
@@ -68,9 +64,10 @@ func (a *API) login(c echo.Context, who *caller) *Problem {
 	}
 	switch {
 	case errors.Is(err, tenancy.ErrThrottled):
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(tenancy.ThrottleWindow.Seconds())))
+		wait := tenancy.RetryAfter(err)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
 		return problem(http.StatusTooManyRequests, "throttled", "Too many failed sign-ins",
-			"too many failed sign-ins for this account or address; try again later")
+			fmt.Sprintf("too many failed sign-ins; try again in %d seconds", wait))
 	case errors.Is(err, tenancy.ErrUnauthenticated):
 		return problem(http.StatusUnauthorized, "unauthenticated", "Unauthenticated", "invalid email or password")
 	case err != nil:

@@ -2,7 +2,8 @@
 // audience-bound and expiring, with the claims upstream Kubernetes puts in them (kubernetes.io: namespace,
 // serviceaccount, and the pod, secret or node the token is bound to). TokenRequest (`kubectl create token`)
 // and the projected token of a pod are issued here; the Kubernetes API accepts them as bearer tokens after
-// Verify and a check that the service account (and bound object) still exist with the same UIDs.
+// Verify and a check that the service account (and bound object) still exist with the same UIDs and are not
+// being deleted (Ended: a deletionTimestamp more than DeletionLeeway ago ends the token, as upstream).
 package satoken
 
 import (
@@ -145,6 +146,19 @@ func (t *Tokens) Issue(ctx context.Context, r Request) (string, time.Time, error
 		return "", time.Time{}, fmt.Errorf("satoken: sign: %w", err)
 	}
 	return tok, exp, nil
+}
+
+// DeletionLeeway is how long past its deletionTimestamp an object still carries the tokens bound to it:
+// upstream's leeway (go-jose's jwt.DefaultLeeway), which allows for replicas whose clocks disagree. A pod
+// deleted gracefully has a deletionTimestamp at the end of its grace period, so its token serves the pod's
+// shutdown and ends a minute after it; a pod kept terminating by a finalizer loses its token all the same.
+const DeletionLeeway = time.Minute
+
+// Ended reports whether a token bound to an object (or issued to a service account) whose deletionTimestamp
+// is deletion no longer authenticates: the object is being deleted and deletion is more than DeletionLeeway
+// ago (upstream's rule). A nil deletion (not being deleted) never ends a token.
+func (t *Tokens) Ended(deletion *time.Time) bool {
+	return deletion != nil && deletion.Before(t.now().Add(-DeletionLeeway))
 }
 
 // ErrInvalid is any token Verify refuses.
