@@ -70,20 +70,39 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		req, res := c.Request(), c.Response()
 		route := routeLabel(c, err)
 		s.metrics.observe(req.Method, route, res.Status, elapsed)
-		level := slog.LevelInfo
-		switch {
-		case res.Status >= 500:
-			level = slog.LevelError
-		case res.Status < 400 && s.quiet[route]:
-			level = slog.LevelDebug
-		}
-		s.log.LogAttrs(req.Context(), level, "http request",
+		s.log.LogAttrs(req.Context(), requestLevel(res.Status, elapsed, s.quiet[route] || streaming(req)), "http request",
 			slog.String("method", req.Method), slog.String("path", req.URL.Path), slog.String("route", route),
 			slog.Int("status", res.Status), slog.Duration("duration", elapsed), slog.Int64("bytes", res.Size),
 			slog.String("remote", req.RemoteAddr), slog.String("client", clientip.Of(req)),
 			slog.String("request_id", RequestID(req.Context())))
 		return nil
 	}
+}
+
+// SlowRequest is how long a request that is not a stream may take before it is logged at info level.
+const SlowRequest = time.Second
+
+// requestLevel is the level a request is logged at, as k3s logs its: failures (error for 5xx, info for 4xx)
+// and slow requests at info, everything else at debug, so heartbeats and lists do not flood the log. A stream
+// (a watch, exec, logs -f, a tunnel) or a probe is never slow.
+func requestLevel(status int, elapsed time.Duration, neverSlow bool) slog.Level {
+	switch {
+	case status >= 500:
+		return slog.LevelError
+	case status >= 400:
+		return slog.LevelInfo
+	case elapsed >= SlowRequest && !neverSlow:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// streaming reports whether req asks for a stream that lasts as long as its client wants: a watch, logs with
+// follow, or an upgrade (exec, attach, port-forward, websockets, agent tunnels).
+func streaming(req *http.Request) bool {
+	q := req.URL.Query()
+	w := q.Get("watch")
+	return w == "true" || w == "1" || q.Get("follow") == "true" || req.Header.Get("Upgrade") != ""
 }
 
 // routeLabel is the matched route pattern, or "unmatched" when the router found no route (its not-found

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -311,5 +313,47 @@ func TestTLSOffersHTTP2(t *testing.T) {
 	res.Body.Close()
 	if res.ProtoMajor != 2 {
 		t.Fatalf("protocol %s, want HTTP/2", res.Proto)
+	}
+}
+
+// Requests are logged as k3s logs them: failures and slow requests at info or error, the rest (heartbeats,
+// lists, probes) at debug; streams are never slow.
+func TestRequestLevel(t *testing.T) {
+	for _, c := range []struct {
+		status    int
+		elapsed   time.Duration
+		neverSlow bool
+		want      slog.Level
+	}{
+		{200, time.Millisecond, false, slog.LevelDebug},
+		{201, SlowRequest - 1, false, slog.LevelDebug},
+		{200, SlowRequest, false, slog.LevelInfo},
+		{200, time.Hour, true, slog.LevelDebug},
+		{404, time.Millisecond, false, slog.LevelInfo},
+		{401, time.Millisecond, true, slog.LevelInfo},
+		{503, time.Millisecond, true, slog.LevelError},
+	} {
+		if got := requestLevel(c.status, c.elapsed, c.neverSlow); got != c.want {
+			t.Errorf("requestLevel(%d, %v, %v) = %v, want %v", c.status, c.elapsed, c.neverSlow, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		target, upgrade string
+		want            bool
+	}{
+		{"/clusters/c/api/v1/pods?watch=true", "", true},
+		{"/clusters/c/api/v1/pods?watch=1", "", true},
+		{"/clusters/c/api/v1/namespaces/d/pods/p/log?follow=true", "", true},
+		{"/clusters/c/api/v1/namespaces/d/pods/p/exec", "SPDY/3.1", true},
+		{"/clusters/c/api/v1/pods", "", false},
+		{"/clusters/c/api/v1/pods?watch=false", "", false},
+	} {
+		r := httptest.NewRequest(http.MethodGet, c.target, nil)
+		if c.upgrade != "" {
+			r.Header.Set("Upgrade", c.upgrade)
+		}
+		if got := streaming(r); got != c.want {
+			t.Errorf("streaming(%s, Upgrade %q) = %v, want %v", c.target, c.upgrade, got, c.want)
+		}
 	}
 }
