@@ -58,8 +58,10 @@ type Config struct {
 	// containerd's CRI plugin at ContainerdEndpoint, pods networked by the CNI configuration the agent writes in
 	// CNIConfDir).
 	Runtime string
-	// ContainerdEndpoint is containerd's socket (default cri.DefaultEndpoint); CNIConfDir the CNI configuration
-	// directory containerd reads (default /etc/cni/net.d).
+	// ContainerdEndpoint is containerd's socket. "" is the system's at cri.DefaultEndpoint when one answers
+	// there, else one the agent runs itself under DataDir/containerd (containerd.go, agents/runtime/cri/managed),
+	// supervised and stopped when Run returns. CNIConfDir is the CNI configuration directory a containerd the
+	// agent does not run reads (default /etc/cni/net.d); the agent's own reads DataDir/containerd/net.d.
 	ContainerdEndpoint, CNIConfDir string
 	// NodeIP overrides the InternalIP guess.
 	NodeIP string
@@ -229,10 +231,17 @@ func Run(ctx context.Context, cfg Config) error {
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.events.CoreV1().Events("")})
 	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: id.NodeName})
 	// containerd is asked first: the node reports its version, and is not Ready while it is down.
-	var crt *cri.Runtime
+	var (
+		crt *cri.Runtime
+		ctd containerd
+	)
 	runtimeVersion, healthy := process.RuntimeName+"://"+process.Version, func() error { return nil }
 	if cfg.Runtime == RuntimeContainerd {
-		if crt, err = cri.Open(ctx, cri.Config{Endpoint: cfg.ContainerdEndpoint, Logger: log.With("component", "runtime")}); err != nil {
+		if ctd, err = useContainerd(ctx, cfg, log); err != nil {
+			return err
+		}
+		defer ctd.stop() // after the runtime's client is closed (defers run last first)
+		if crt, err = cri.Open(ctx, cri.Config{Endpoint: ctd.endpoint, Logger: log.With("component", "runtime")}); err != nil {
 			return err
 		}
 		defer crt.Close()
@@ -269,7 +278,7 @@ func Run(ctx context.Context, cfg Config) error {
 		serveStream func(context.Context) error // the process runtime's streaming server
 	)
 	if crt != nil {
-		cniDir := cmp.Or(cfg.CNIConfDir, DefaultCNIConfDir)
+		cniDir := ctd.cniConfDir
 		if err := podNet.WriteCNIConfig(cniDir, filepath.Join(cfg.DataDir, "cni")); err != nil {
 			return err
 		}

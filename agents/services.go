@@ -26,6 +26,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy/nft"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri"
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri/managed"
 )
 
 // The proxy modes of --proxy-mode.
@@ -149,22 +150,19 @@ func removeProxyModes(keep string, cfg proxyConfig, log *slog.Logger) error {
 
 // Cleanup removes what agents made on this node: the pods they ran through containerd (when its socket is at
 // containerdEndpoint; other sandboxes there are left), the Service proxy's rules of every mode and the pod network
-// (host-gw routes, the masquerade table, the pods' veths, the bridge). It is for uninstalling, once the agent has
-// stopped (`wheelhouse agent cleanup`, which the uninstall script runs); what is already gone is not an error.
-func Cleanup(ctx context.Context, containerdEndpoint string, log *slog.Logger) error {
+// (host-gw routes, the masquerade table, the pods' veths, the bridge). With no containerdEndpoint, it looks at the
+// system's containerd (when one answers on cri.DefaultEndpoint) and at the one the agent runs itself under
+// dataDir/containerd (when it has run one: Cleanup starts it, removes the pods and stops it, after stopping one
+// left running). It is for uninstalling, once the agent has stopped (`wheelhouse agent cleanup`, which the
+// uninstall script runs); what is already gone is not an error.
+func Cleanup(ctx context.Context, containerdEndpoint, dataDir string, log *slog.Logger) error {
 	var errs []error
 	socket := strings.TrimPrefix(cmp.Or(containerdEndpoint, cri.DefaultEndpoint), "unix://")
-	if _, err := os.Stat(socket); err == nil {
-		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		r, err := cri.Open(octx, cri.Config{Endpoint: socket, Logger: log})
-		cancel()
-		if err == nil {
-			n, rerr := r.RemoveOwnSandboxes(ctx)
-			log.Info("removed the agent's pods from containerd", "sandboxes", n)
-			errs = append(errs, rerr, r.Close())
-		} else {
-			errs = append(errs, err)
-		}
+	if _, err := os.Stat(socket); err == nil && (containerdEndpoint != "" || managed.Answers(ctx, socket, answerTimeout)) {
+		errs = append(errs, removeOwnSandboxes(ctx, socket, log))
+	}
+	if containerdEndpoint == "" && dataDir != "" {
+		errs = append(errs, cleanupManagedContainerd(ctx, dataDir, log))
 	}
 	cfg := proxyConfig{clusterCIDR: netip.MustParsePrefix(defaultClusterCIDR)} // the rules are found by their tables' names
 	errs = append(errs, removeProxyModes(ProxyNone, cfg, log), network.CleanupNode(ctx, "", ""))

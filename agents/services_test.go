@@ -288,7 +288,7 @@ func TestCleanupRemovesWhatAgentsMade(t *testing.T) {
 	}
 	for range 2 {
 		if err := netnstest.Run(path, func() error {
-			return Cleanup(t.Context(), filepath.Join(t.TempDir(), "no-containerd.sock"), slog.New(slog.DiscardHandler))
+			return Cleanup(t.Context(), filepath.Join(t.TempDir(), "no-containerd.sock"), "", slog.New(slog.DiscardHandler))
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -465,7 +465,8 @@ func TestScriptContainerd(t *testing.T) {
 		t.Errorf("the previous configuration was not kept: %q", got)
 	}
 	wantMode(t, m, ctdConf, 0o644)
-	if env := m.read(t, envFile); !strings.HasSuffix(env, "WHEELHOUSE_NODE_NAME=node-1\nWHEELHOUSE_RUNTIME=containerd\nWHEELHOUSE_PROXY_MODE=nftables\n") {
+	if env := m.read(t, envFile); !strings.HasSuffix(env, "WHEELHOUSE_NODE_NAME=node-1\nWHEELHOUSE_RUNTIME=containerd\n"+
+		"WHEELHOUSE_CONTAINERD_ENDPOINT=unix:///run/containerd/containerd.sock\nWHEELHOUSE_PROXY_MODE=nftables\n") {
 		t.Errorf("agent.env:\n%s", env)
 	}
 	if unit := m.read(t, unitFile); !strings.Contains(unit, "\nAfter=network-online.target containerd.service\n") {

@@ -51,8 +51,10 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		{&f.nodeName, "node-name", "WHEELHOUSE_NODE_NAME", "", "the node's name (default: the host name)"},
 		{&f.dataDir, "data-dir", "WHEELHOUSE_AGENT_DATA_DIR", "/var/lib/wheelhouse-agent", "the agent's state: identity, runtime, volumes, logs"},
 		{&f.runtime, "runtime", "WHEELHOUSE_RUNTIME", agents.RuntimeProcess, "container runtime: process (the container's command as a host process in the pod's namespaces) or containerd (container images, through containerd's CRI plugin)"},
-		{&f.containerdEndpoint, "containerd-endpoint", "WHEELHOUSE_CONTAINERD_ENDPOINT", cri.DefaultEndpoint, "containerd's socket (--runtime containerd)"},
-		{&f.cniConfDir, "cni-conf-dir", "WHEELHOUSE_CNI_CONF_DIR", agents.DefaultCNIConfDir, "where the agent writes the pod network's CNI configuration for containerd (--runtime containerd; containerd's cni conf_dir)"},
+		{&f.containerdEndpoint, "containerd-endpoint", "WHEELHOUSE_CONTAINERD_ENDPOINT", "", "containerd's socket (--runtime containerd; default: the system's at " +
+			strings.TrimPrefix(cri.DefaultEndpoint, "unix://") + " when one answers there, else one the agent runs itself under <data-dir>/containerd)"},
+		{&f.cniConfDir, "cni-conf-dir", "WHEELHOUSE_CNI_CONF_DIR", agents.DefaultCNIConfDir, "where the agent writes the pod network's CNI configuration for containerd (--runtime containerd; containerd's cni conf_dir; " +
+			"a containerd the agent runs itself reads <data-dir>/containerd/net.d instead)"},
 		{&f.nodeIP, "node-ip", "WHEELHOUSE_NODE_IP", "", "the address other nodes reach this one on (default: the default route's source address)"},
 		{&f.logLevel, "log-level", "WHEELHOUSE_LOG_LEVEL", "info", "log level: debug, info, warn or error"},
 		{&f.debugListen, "debug-listen", "WHEELHOUSE_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6061 (unauthenticated: loopback only)"},
@@ -119,29 +121,37 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 
 // newAgentCleanupCommand is `wheelhouse agent cleanup`.
 func newAgentCleanupCommand(getenv func(string) string, stderr io.Writer) *cobra.Command {
-	var endpoint string
+	var endpoint, dataDir string
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Remove what agents made on this node (for uninstalling)",
 		Long: "Remove what the node agent made on this machine: the pods it ran through containerd (other sandboxes " +
 			"there are left), the Service proxy's rules (nftables and IPVS) and the pod network (the wh0 bridge, the " +
-			"pods' veths, the host-gw routes, the masquerade table). Run it once the agent has stopped: the uninstall " +
-			"script does. What is already gone is not an error; the data dir is left alone.",
+			"pods' veths, the host-gw routes, the masquerade table). Without --containerd-endpoint it looks at the " +
+			"system's containerd and at the one the agent runs itself under <data-dir>/containerd (started to remove " +
+			"the pods, then stopped, as is one left running). Run it once the agent has stopped: the uninstall " +
+			"script does. What is already gone is not an error; the data dir is left in place.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if v := getenv("WHEELHOUSE_CONTAINERD_ENDPOINT"); v != "" && !cmd.Flags().Changed("containerd-endpoint") {
 				endpoint = v
 			}
+			if v := getenv("WHEELHOUSE_AGENT_DATA_DIR"); v != "" && !cmd.Flags().Changed("data-dir") {
+				dataDir = v
+			}
 			log := slog.New(slog.NewTextHandler(stderr, nil))
-			if err := agents.Cleanup(cmd.Context(), endpoint, log); err != nil {
+			if err := agents.Cleanup(cmd.Context(), endpoint, dataDir, log); err != nil {
 				return fmt.Errorf("agent cleanup: %w", err)
 			}
 			log.Info("the node's pods, Service proxy rules and pod network are removed")
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&endpoint, "containerd-endpoint", cri.DefaultEndpoint,
-		"containerd's socket; when it exists, the agent's pods there are removed (env WHEELHOUSE_CONTAINERD_ENDPOINT)")
+	cmd.Flags().StringVar(&endpoint, "containerd-endpoint", "",
+		"containerd's socket; when it exists, the agent's pods there are removed (default: the system's at "+
+			strings.TrimPrefix(cri.DefaultEndpoint, "unix://")+" and the agent's own under <data-dir>/containerd; env WHEELHOUSE_CONTAINERD_ENDPOINT)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "/var/lib/wheelhouse-agent",
+		"the agent's data dir, where a containerd the agent runs itself keeps its pods (env WHEELHOUSE_AGENT_DATA_DIR)")
 	return cmd
 }
 

@@ -38,7 +38,7 @@ func TestAgentFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := agents.Config{Server: "https://wh.example:8443", Token: "K10::abc123.secret", NodeName: "rack1-a",
-		DataDir: "/var/lib/wheelhouse-agent", Runtime: "process", ContainerdEndpoint: "unix:///run/containerd/containerd.sock",
+		DataDir: "/var/lib/wheelhouse-agent", Runtime: "process", ContainerdEndpoint: "",
 		CNIConfDir: "/etc/cni/net.d", LeaseDuration: 40 * time.Second, Labels: map[string]string{"pool": "blue", "zone": "a"},
 		ProxyMode: "auto", IPVSScheduler: "rr", ClusterDomain: "cluster.local", ProxyMinSync: time.Second, ProxySync: time.Minute,
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}}

@@ -8,31 +8,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri/managed"
 )
 
 // Namespace is the containerd namespace the CRI plugin keeps its images, sandboxes and containers in.
 const Namespace = "k8s.io"
 
-// snapshotter is the CRI plugin's snapshotter, which ImportImages also unpacks into. overlayfs works on this
-// project's machines (ext4 root, kernel overlay module); native (full copies) would only be needed on a
-// filesystem overlayfs cannot stack on, and is not used.
-const snapshotter = "overlayfs"
-
-// errNoCRI is the error of a containerd that runs without its CRI plugin.
-var errNoCRI = errors.New("containerd's CRI plugin did not load")
+// snapshotter is the CRI plugin's snapshotter, which ImportImages also unpacks into.
+const snapshotter = managed.Snapshotter
 
 // readyTimeout bounds Launch's wait for the CRI plugin to answer and report RuntimeReady.
 const readyTimeout = 30 * time.Second
@@ -269,76 +259,14 @@ func configure(opts Options) (*Containerd, error) {
 			return c, fmt.Errorf("containerdtest: %w", err)
 		}
 	}
-	if err := os.WriteFile(c.Config, []byte(c.configTOML(pause)), 0o600); err != nil {
+	// The agent's own containerd's configuration (restrict_oom_score_adj always: root here lacks
+	// CAP_SYS_RESOURCE), with the instance's sockets in sockDir.
+	if err := managed.WriteConfig(c.Config, managed.Layout{Root: c.Root, State: c.State, Socket: c.Socket,
+		TTRPCSocket: filepath.Join(c.sockDir, "ttrpc.sock"), CNIConfDir: c.CNIConfDir, CNIBinDir: c.CNIBinDir,
+		PauseImage: pause, RestrictOOMScoreAdj: true}); err != nil {
 		return c, fmt.Errorf("containerdtest: %w", err)
 	}
 	return c, nil
-}
-
-// configTOML is the instance's containerd configuration (version 2, as containerd 1.6 reads it).
-//
-//   - No debug or metrics listener; the gRPC and ttrpc sockets live in the instance's socket dir.
-//   - Snapshotters that cannot work here (btrfs, zfs, devmapper, aufs: no such filesystem or pool) are
-//     disabled so that the log stays free of their start-up errors. The only error left is CRI's "no network
-//     config found" while CNIConfDir is empty. (The legacy io.containerd.runtime.v1.linux, unused, cannot be
-//     disabled: containerd 1.6's tasks service, and with it CRI, fails to load without it.)
-//   - CRI: restrict_oom_score_adj, because root here lacks CAP_SYS_RESOURCE and CRI would otherwise set the
-//     pause container's oom_score_adj to -998, below containerd's own, which the kernel refuses (runc then
-//     fails every sandbox with "can't get final child's PID from pipe: EOF");
-//     netns_mounts_under_state_dir, so pod network namespaces are bind-mounted under State rather than the
-//     host's /var/run/netns; a streaming server on 127.0.0.1 with a kernel-chosen port, so parallel instances
-//     never collide; runc via io.containerd.runc.v2 with cgroupfs (SystemdCgroup = false) and runc's state
-//     under State rather than the host-wide /run/containerd/runc.
-//   - The registry section is left at its defaults: there is no registry, images are imported.
-func (c *Containerd) configTOML(pause string) string {
-	q := strconv.Quote
-	return `version = 2
-root = ` + q(c.Root) + `
-state = ` + q(c.State) + `
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.aufs",
-  "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.zfs",
-]
-
-[grpc]
-  address = ` + q(c.Socket) + `
-
-[ttrpc]
-  address = ` + q(filepath.Join(c.sockDir, "ttrpc.sock")) + `
-
-[debug]
-  address = ""
-
-[metrics]
-  address = ""
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = ` + q(pause) + `
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = ` + q(snapshotter) + `
-    default_runtime_name = "runc"
-
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = ` + q(filepath.Join(c.State, "runc")) + `
-
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = ` + q(c.CNIBinDir) + `
-    conf_dir = ` + q(c.CNIConfDir) + `
-    max_conf_num = 1
-
-  [plugins."io.containerd.grpc.v1.cri".registry]
-`
 }
 
 // start runs containerd (under nsenter when the instance has a network namespace) with its output to the log.
@@ -356,8 +284,7 @@ func (c *Containerd) start(bins binaries) error {
 	c.cmd.Stdout, c.cmd.Stderr = log, log
 	// A process that dies without closing the instance takes containerd with it (its shims stay: they are
 	// started in sessions of their own, as they must outlive containerd restarts).
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := startOnForkThread(c.cmd); err != nil {
+	if err := managed.StartChild(c.cmd); err != nil {
 		close(c.exited)
 		return fmt.Errorf("containerdtest: start containerd: %w", err)
 	}
@@ -368,88 +295,18 @@ func (c *Containerd) start(bins binaries) error {
 	return nil
 }
 
-// forkThread runs functions on one OS thread locked for the life of the process.
-var forkThread = sync.OnceValue(func() chan<- func() {
-	ch := make(chan func())
-	go func() {
-		runtime.LockOSThread() // never unlocked, so the thread is never reused or ended
-		for f := range ch {
-			f()
-		}
-	}()
-	return ch
-})
-
-// startOnForkThread starts cmd from forkThread. The kernel sends Pdeathsig when the thread that forked the
-// child ends, not the process: forked from an arbitrary thread, containerd would be killed whenever a test's
-// goroutine that locked its thread (to enter a network namespace, say) exits and the runtime ends that thread.
-func startOnForkThread(cmd *exec.Cmd) error {
-	done := make(chan error, 1)
-	forkThread() <- func() { done <- cmd.Start() }
-	return <-done
-}
-
-// waitReady waits until the socket exists, then until CRI answers Version and reports RuntimeReady, polling
-// every 50 ms for readyTimeout. It fails at once if containerd exits.
+// waitReady waits until CRI answers Version and reports RuntimeReady (managed.WaitReady) for readyTimeout, and
+// keeps the connection.
 func (c *Containerd) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		last := c.probe(ctx)
-		if last == nil || errors.Is(last, errNoCRI) {
-			return last
-		}
-		select {
-		case <-c.exited:
-			return fmt.Errorf("containerd exited while starting: %v", c.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("containerd not ready after %s: %v", readyTimeout, last)
-		case <-tick.C:
-		}
-	}
-}
-
-// probe is one readiness check: it connects once the socket exists, then asks CRI for Version and Status.
-func (c *Containerd) probe(ctx context.Context) error {
-	if c.conn == nil {
-		if _, err := os.Stat(c.Socket); err != nil {
-			return err
-		}
-		// A short reconnect back-off: the default (1 s growing to 2 min) would stretch the wait for a
-		// containerd that is still setting up its services.
-		conn, err := grpc.NewClient("unix://"+c.Socket,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithConnectParams(grpc.ConnectParams{
-				Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second},
-				MinConnectTimeout: 2 * time.Second,
-			}))
-		if err != nil {
-			return err
-		}
-		c.conn = conn
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if _, err := c.Runtime().Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
-		if status.Code(err) == codes.Unimplemented {
-			// containerd serves without the CRI plugin when it fails to load; the log says why.
-			return fmt.Errorf("%w: CRI Version: %v", errNoCRI, err)
-		}
-		return fmt.Errorf("CRI Version: %w", err)
-	}
-	st, err := c.Runtime().Status(ctx, &runtimeapi.StatusRequest{})
+	conn, err := managed.WaitReady(ctx, c.Socket, c.exited)
 	if err != nil {
-		return fmt.Errorf("CRI Status: %w", err)
-	}
-	for _, cond := range st.GetStatus().GetConditions() {
-		if cond.Type == runtimeapi.RuntimeReady {
-			if cond.Status {
-				return nil
-			}
-			return fmt.Errorf("RuntimeReady false: %s: %s", cond.Reason, cond.Message)
+		if !c.running() {
+			err = fmt.Errorf("%w: %v", err, c.waitErr)
 		}
+		return err
 	}
-	return errors.New("CRI Status has no RuntimeReady condition")
+	c.conn = conn
+	return nil
 }
