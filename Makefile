@@ -28,8 +28,9 @@ agents: ## Cross-build the node agent for linux/amd64 and linux/arm64 into dist/
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/agents/wheelhouse-linux-$$arch ./cmd/wheelhouse || exit 1; \
 	done
 
-run: ## Run the server on its own local PostgreSQL with a local node agent (installs PostgreSQL first when missing)
+run: ## Run the server on its own local PostgreSQL with a local node agent on containerd (installs PostgreSQL, containerd, runc and the CNI plugins first when missing)
 	@scripts/ensure-postgres.sh
+	@scripts/ensure-runtime.sh
 	@$(MAKE) --no-print-directory build
 	./$(BIN) server --listen $(LISTEN) --data-dir $(DATA_DIR) --local-agent on
 

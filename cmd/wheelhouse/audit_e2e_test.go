@@ -88,9 +88,17 @@ func TestAuditSurvivesRefusedFlood(t *testing.T) {
 // kubeRequest sends a Kubernetes API request (token "" for none) and returns its status code (0 when it could
 // not be sent, as when ctx ends).
 func kubeRequest(ctx context.Context, base, token, method, path, body string) int {
+	return requestWith(ctx, base, token, nil, method, path, body)
+}
+
+// requestWith is kubeRequest with header added to the request.
+func requestWith(ctx context.Context, base, token string, header http.Header, method, path, body string) int {
 	req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
 	if err != nil {
 		return 0
+	}
+	if header != nil {
+		req.Header = header.Clone()
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {

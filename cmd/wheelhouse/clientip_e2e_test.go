@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
@@ -57,18 +55,5 @@ func TestAuditSourceAddress(t *testing.T) {
 
 // forwardedRequest POSTs body to path as the admin, with header added, and returns the status code.
 func forwardedRequest(ctx context.Context, base string, header http.Header, path, body string) int {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(body))
-	if err != nil {
-		return 0
-	}
-	req.Header = header.Clone()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+e2eToken)
-	res, err := testHTTP.Do(req)
-	if err != nil {
-		return 0
-	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode
+	return requestWith(ctx, base, e2eToken, header, http.MethodPost, path, body)
 }

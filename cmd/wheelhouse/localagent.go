@@ -35,7 +35,9 @@ func localAgent(ctx context.Context, cfg serverConfig, listenAddr string, ten *t
 	if !waitReady(ctx, base, caPEM) {
 		return
 	}
-	args := []string{"agent", "--server", base, "--data-dir", filepath.Join(cfg.DataDir, "agent"), "--node-name", agents.DefaultNodeName()}
+	runtime, why := localAgentRuntime(cfg.LocalAgentRuntime, exec.LookPath)
+	args := []string{"agent", "--server", base, "--data-dir", filepath.Join(cfg.DataDir, "agent"), "--node-name", agents.DefaultNodeName(),
+		"--runtime", runtime}
 	if cfg.TLS == "off" {
 		args = append(args, "--insecure-http")
 	}
@@ -65,7 +67,7 @@ func localAgent(ctx context.Context, cfg serverConfig, listenAddr string, ten *t
 		log.Error("the local agent did not start", "err", err)
 		return
 	}
-	log.Info("local agent started", "pid", cmd.Process.Pid, "node", agents.DefaultNodeName())
+	log.Info("local agent started", "pid", cmd.Process.Pid, "node", agents.DefaultNodeName(), "runtime", runtime, "why", why)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -121,4 +123,21 @@ func waitReady(ctx context.Context, base string, caPEM []byte) bool {
 		case <-time.After(200 * time.Millisecond): // the server is starting: poll again
 		}
 	}
+}
+
+// localAgentRuntime is the local agent's runtime for mode (auto, containerd or process) and why it was chosen:
+// auto takes containerd — container images, as on any Kubernetes node — when containerd and runc are on the
+// PATH (the agent runs its own containerd when no system one answers), else the process runtime, which runs
+// only pods that give a command.
+func localAgentRuntime(mode string, lookPath func(string) (string, error)) (runtime, why string) {
+	switch mode {
+	case "containerd", "process":
+		return mode, "--local-agent-runtime " + mode
+	}
+	for _, bin := range []string{"containerd", "runc"} {
+		if _, err := lookPath(bin); err != nil {
+			return "process", bin + " is not installed (scripts/ensure-runtime.sh installs it): pods run as host processes and need a command; container images do not run"
+		}
+	}
+	return "containerd", "containerd and runc are installed"
 }

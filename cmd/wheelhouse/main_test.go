@@ -32,7 +32,7 @@ func parseServer(t *testing.T, env map[string]string, args ...string) serverConf
 
 func TestServerFlagsAndEnv(t *testing.T) {
 	defaults := serverConfig{Listen: "127.0.0.1:8080", DataDir: "./.wheelhouse", LogLevel: "info", LogFormat: "text",
-		Retention: "5m", WatchCache: "on", AuditRetention: "2160h", TLS: "on", NodeMonitorGracePeriod: "40s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300", LocalAgent: "off"}
+		Retention: "5m", WatchCache: "on", AuditRetention: "2160h", TLS: "on", NodeMonitorGracePeriod: "40s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300", LocalAgent: "off", LocalAgentRuntime: "auto"}
 	env := map[string]string{
 		"WHEELHOUSE_LISTEN": "0.0.0.0:9000", "WHEELHOUSE_DATABASE_URL": "postgres://env/db",
 		"WHEELHOUSE_DATA_DIR": "/env/data", "WHEELHOUSE_LOG_LEVEL": "debug", "WHEELHOUSE_LOG_FORMAT": "json",
@@ -40,7 +40,7 @@ func TestServerFlagsAndEnv(t *testing.T) {
 	}
 	fromEnv := serverConfig{Listen: "0.0.0.0:9000", DatabaseURL: "postgres://env/db", DataDir: "/env/data",
 		LogLevel: "debug", LogFormat: "json", Retention: "10m", WatchCache: "off", AuditRetention: "2160h", TLS: "on",
-		NodeMonitorGracePeriod: "5s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300", LocalAgent: "off"}
+		NodeMonitorGracePeriod: "5s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300", LocalAgent: "off", LocalAgentRuntime: "auto"}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -54,7 +54,7 @@ func TestServerFlagsAndEnv(t *testing.T) {
 			"--watch-cache", "on", "--node-monitor-grace-period", "1m", "--node-eviction-rate", "2", "--default-toleration-seconds", "-1"},
 			serverConfig{Listen: "127.0.0.1:1", DatabaseURL: "postgres://flag/db", DataDir: "/flag", LogLevel: "warn",
 				LogFormat: "text", Retention: "1h", WatchCache: "on", AuditRetention: "2160h", TLS: "on",
-				NodeMonitorGracePeriod: "1m", NodeEvictionRate: "2", DefaultTolerationSeconds: "-1", LocalAgent: "off"}},
+				NodeMonitorGracePeriod: "1m", NodeEvictionRate: "2", DefaultTolerationSeconds: "-1", LocalAgent: "off", LocalAgentRuntime: "auto"}},
 		{"flag equal to default still wins", env, []string{"--listen", "127.0.0.1:8080"},
 			func() serverConfig { c := fromEnv; c.Listen = "127.0.0.1:8080"; return c }()},
 		{"empty env is unset", map[string]string{"WHEELHOUSE_LISTEN": ""}, nil, defaults},
@@ -86,7 +86,7 @@ func TestServerConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := serverConfig{Listen: "127.0.0.1:8080", DataDir: "d", LogLevel: "info", LogFormat: "text", Retention: "5m",
-		WatchCache: "on", AuditRetention: "24h", TLS: "on", NodeMonitorGracePeriod: "40s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300", LocalAgent: "off"}
+		WatchCache: "on", AuditRetention: "24h", TLS: "on", NodeMonitorGracePeriod: "40s", NodeEvictionRate: "0.1", DefaultTolerationSeconds: "300", LocalAgent: "off", LocalAgentRuntime: "auto"}
 	for _, tc := range []struct {
 		name    string
 		change  func(*serverConfig)
@@ -109,6 +109,7 @@ func TestServerConfigValidate(t *testing.T) {
 		{"zero eviction rate", func(c *serverConfig) { c.NodeEvictionRate = "0" }, "--node-eviction-rate"},
 		{"NaN eviction rate", func(c *serverConfig) { c.NodeEvictionRate = "NaN" }, "--node-eviction-rate"},
 		{"bad local agent", func(c *serverConfig) { c.LocalAgent = "yes" }, "--local-agent"},
+		{"bad local agent runtime", func(c *serverConfig) { c.LocalAgentRuntime = "docker" }, "--local-agent-runtime"},
 		{"bad toleration seconds", func(c *serverConfig) { c.DefaultTolerationSeconds = "5m" }, "--default-toleration-seconds"},
 		{"advertise URL", func(c *serverConfig) { c.AdvertiseURL = "https://replica-1.internal:8443" }, ""},
 		{"advertise URL without a scheme", func(c *serverConfig) { c.AdvertiseURL = "replica-1:8443" }, "--advertise-url"},

@@ -61,8 +61,9 @@ type serverConfig struct {
 	// those names: how long a node may go unheard before it is NotReady (Unknown), how fast lost nodes get the
 	// NoExecute taints that evict their pods, and how long a pod tolerates them unless it says otherwise.
 	NodeMonitorGracePeriod, NodeEvictionRate, DefaultTolerationSeconds string
-	// LocalAgent "on" runs a node agent of the default cluster as a child process (make run; needs root).
-	LocalAgent string
+	// LocalAgent "on" runs a node agent of the default cluster as a child process (make run; needs root), with
+	// LocalAgentRuntime: containerd, process, or auto (containerd when it and runc are installed).
+	LocalAgent, LocalAgentRuntime string
 	// AgentBinaryDir holds prebuilt agents, wheelhouse-linux-<arch>, for the arches other than the server's own.
 	AgentBinaryDir string
 	// AdvertiseURL is where the other server replicas reach this one (to forward requests for nodes whose agent
@@ -122,6 +123,11 @@ func (c serverConfig) Validate() error {
 	}
 	if c.LocalAgent != "on" && c.LocalAgent != "off" {
 		return fmt.Errorf("--local-agent/WHEELHOUSE_LOCAL_AGENT %q: want on or off", c.LocalAgent)
+	}
+	switch c.LocalAgentRuntime {
+	case "auto", "containerd", "process":
+	default:
+		return fmt.Errorf("--local-agent-runtime/WHEELHOUSE_LOCAL_AGENT_RUNTIME %q: want auto, containerd or process", c.LocalAgentRuntime)
 	}
 	if c.LocalAgent == "on" && c.DataDir == "" {
 		return errors.New("--local-agent on needs --data-dir (the agent keeps its state there)")
@@ -193,6 +199,7 @@ func newServerCommand(getenv func(string) string, runServer func(context.Context
 		{&cfg.NodeEvictionRate, "node-eviction-rate", "WHEELHOUSE_NODE_EVICTION_RATE", "0.1", "nodes per second, per cluster, given the NoExecute taints that evict their pods"},
 		{&cfg.DebugListen, "debug-listen", "WHEELHOUSE_DEBUG_LISTEN", "", "serve Go's profiler (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060 (unauthenticated: loopback only)"},
 		{&cfg.LocalAgent, "local-agent", "WHEELHOUSE_LOCAL_AGENT", "off", "run a node agent of the default cluster on this machine as a child process: on or off (needs root)"},
+		{&cfg.LocalAgentRuntime, "local-agent-runtime", "WHEELHOUSE_LOCAL_AGENT_RUNTIME", "auto", "the local agent's container runtime: containerd (container images), process (host processes, no images), or auto: containerd when containerd and runc are installed"},
 		{&cfg.DefaultTolerationSeconds, "default-toleration-seconds", "WHEELHOUSE_DEFAULT_TOLERATION_SECONDS", "300", "seconds a new pod tolerates the not-ready and unreachable taints unless it says otherwise (negative: add no such tolerations)"},
 		{&cfg.AdvertiseURL, "advertise-url", "WHEELHOUSE_ADVERTISE_URL", "", "URL the other server replicas reach this one at (they forward requests for nodes whose agent is connected here); default: scheme://<listen host or host name>:<port>"},
 		{&cfg.TrustedProxies, "trusted-proxies", "WHEELHOUSE_TRUSTED_PROXIES", "", "comma-separated networks (CIDR) of the reverse proxies in front of the server: from them, X-Forwarded-For names the client (audit log, sign-in throttling); empty: the connection's address, headers ignored"},
