@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -243,7 +244,7 @@ func resourceList(rl corev1.ResourceList) string {
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		q := rl[corev1.ResourceName(n)]
-		parts = append(parts, n+"="+q.String())
+		parts = append(parts, n+"="+humanQuantity(corev1.ResourceName(n), q))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -307,19 +308,51 @@ func buildNode(mv metaView, n *corev1.Node, pods []*corev1.Pod, podsHidden bool,
 		if !ok {
 			continue
 		}
-		a := allocView{Name: string(name), Allocatable: alloc.String()}
+		a := allocView{Name: string(name), Allocatable: humanQuantity(name, alloc)}
 		r := req[name]
 		if name == corev1.ResourcePods {
 			r = *resource.NewQuantity(int64(len(v.Pods)), resource.DecimalSI)
 		}
 		l := lim[name]
-		a.Requests, a.Limits = r.String(), l.String()
+		a.Requests, a.Limits = humanQuantity(name, r), humanQuantity(name, l)
 		if alloc.MilliValue() > 0 {
 			a.Percent = int(r.MilliValue() * 100 / alloc.MilliValue())
 		}
 		v.Capacity = append(v.Capacity, a)
 	}
 	return v
+}
+
+// humanQuantity is q as people read it: CPU in cores ("2.5 cores"), memory and storage in binary units
+// ("23.5 GiB", not "24683748Ki"), anything else as Kubernetes writes it.
+func humanQuantity(name corev1.ResourceName, q resource.Quantity) string {
+	switch {
+	case q.IsZero():
+		return "0"
+	case name == corev1.ResourceCPU:
+		cores := float64(q.MilliValue()) / 1000
+		if cores == 1 {
+			return "1 core"
+		}
+		return strconv.FormatFloat(cores, 'f', -1, 64) + " cores"
+	case name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage || name == corev1.ResourceStorage ||
+		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+		return humanBytes(q.Value())
+	}
+	return q.String()
+}
+
+// humanBytes is n bytes in the largest binary unit that keeps at least 1, with at most one decimal.
+func humanBytes(n int64) string {
+	const units = "KMGTPE"
+	v, unit := float64(n), ""
+	for i := 0; v >= 1024 && i < len(units); i++ {
+		v, unit = v/1024, units[i:i+1]+"iB"
+	}
+	if unit == "" {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + " " + unit
 }
 
 // podRequests is a pod's effective requests and limits: the larger of its containers' sum and any init

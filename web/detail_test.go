@@ -115,7 +115,7 @@ func TestPodDetail(t *testing.T) {
 		{Name: "migrate", Init: true, State: "Terminated", Class: "ok", Details: []string{"Completed (exit code 0)"},
 			Ready: "false", Restarts: "0"},
 		{Name: "app", State: "Running", Class: "ok", Details: []string{"for 3d"}, Ready: "true", Restarts: "0",
-			Ports: []string{"8080/TCP"}, Resources: []string{"requests: cpu=100m, memory=64Mi", "limits: memory=128Mi"}},
+			Ports: []string{"8080/TCP"}, Resources: []string{"requests: cpu=0.1 cores, memory=64 MiB", "limits: memory=128 MiB"}},
 		{Name: "sidecar", State: "Waiting", Class: "bad", Details: []string{
 			"CrashLoopBackOff: back-off 5m0s restarting failed container=sidecar", "last: Error (exit code 1) 5m ago"},
 			Ready: "false", Restarts: "7"},
@@ -208,21 +208,21 @@ func TestNodeDetail(t *testing.T) {
 			node: node(true, corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}),
 			pods: []*corev1.Pod{web, agent, done},
 			// cpu: 500m + max(1500m, init 2) = 2500m of 4; the succeeded pod counts for nothing.
-			wantAlloc: []allocRow{{"cpu", "2500m", "1", "4", "62"}, {"memory", "2Gi", "2Gi", "8Gi", "25"},
+			wantAlloc: []allocRow{{"cpu", "2.5 cores", "1 core", "4 cores", "62"}, {"memory", "2 GiB", "2 GiB", "8 GiB", "25"},
 				{"pods", "2", "0", "110", "1"}},
 			wantTaints: "dedicated=gpu:NoSchedule", wantCordoned: true, wantPods: []string{"web-1", "agent"},
 		},
 		{
 			name:       "schedulable, no taints, no pods",
 			node:       node(false),
-			wantAlloc:  []allocRow{{"cpu", "0", "0", "4", "0"}, {"memory", "0", "0", "8Gi", "0"}, {"pods", "0", "0", "110", "0"}},
+			wantAlloc:  []allocRow{{"cpu", "0", "0", "4 cores", "0"}, {"memory", "0", "0", "8 GiB", "0"}, {"pods", "0", "0", "110", "0"}},
 			wantTaints: "No taints.", wantPodsNote: "No pods run on this node.",
 		},
 		{
 			name:       "pods the user may not list",
 			node:       node(false),
 			hidden:     true,
-			wantAlloc:  []allocRow{{"cpu", "0", "0", "4", "0"}, {"memory", "0", "0", "8Gi", "0"}, {"pods", "0", "0", "110", "0"}},
+			wantAlloc:  []allocRow{{"cpu", "0", "0", "4 cores", "0"}, {"memory", "0", "0", "8 GiB", "0"}, {"pods", "0", "0", "110", "0"}},
 			wantTaints: "No taints.", wantPodsNote: "Your role does not allow you to list pods in every namespace.",
 		},
 	}
@@ -250,7 +250,7 @@ func TestNodeDetail(t *testing.T) {
 			if tt.wantPods != nil {
 				first := byTestID(podsTable, "row").First().Find("td")
 				wantEqual(t, "first pod's status badge", badgeClass(first.Eq(2).Find(".badge")), "ok")
-				wantEqual(t, "first pod's requests", textOf(first.Eq(3)), "cpu=500m, memory=1Gi")
+				wantEqual(t, "first pod's requests", textOf(first.Eq(3)), "cpu=0.5 cores, memory=1 GiB")
 			}
 		})
 	}
@@ -536,3 +536,28 @@ func TestComponentsEscape(t *testing.T) {
 }
 
 // ---- YAML ----
+
+// Quantities read as people read them (issue 22: the dashboard showed memory as 24683748Ki).
+func TestHumanQuantity(t *testing.T) {
+	for _, c := range []struct {
+		name corev1.ResourceName
+		q    string
+		want string
+	}{
+		{corev1.ResourceMemory, "24683748Ki", "23.5 GiB"},
+		{corev1.ResourceMemory, "512Mi", "512 MiB"},
+		{corev1.ResourceMemory, "1G", "953.7 MiB"},
+		{corev1.ResourceMemory, "100", "100 B"},
+		{corev1.ResourceEphemeralStorage, "100Gi", "100 GiB"},
+		{"hugepages-2Mi", "4Mi", "4 MiB"},
+		{corev1.ResourceCPU, "2", "2 cores"},
+		{corev1.ResourceCPU, "1000m", "1 core"},
+		{corev1.ResourceCPU, "250m", "0.25 cores"},
+		{corev1.ResourceCPU, "0", "0"},
+		{corev1.ResourcePods, "110", "110"},
+	} {
+		if got := humanQuantity(c.name, resource.MustParse(c.q)); got != c.want {
+			t.Errorf("humanQuantity(%s, %s) = %q, want %q", c.name, c.q, got, c.want)
+		}
+	}
+}
