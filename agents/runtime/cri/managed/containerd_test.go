@@ -111,7 +111,7 @@ func TestManagedLifecycle(t *testing.T) {
 // left running, and refuses to start where another runtime answers on the socket.
 func TestManagedStopsLeftover(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		t.Skip("needs root: containerd mounts snapshots, runc creates namespaces and cgroups")
 	}
 	dir := t.TempDir()
 	cfg := managed.Config{Dir: dir, Logger: testLogger(t)}
