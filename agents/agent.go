@@ -36,6 +36,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/agents/join"
 	"github.com/wheelhouse-dev/wheelhouse/agents/kubelet"
 	"github.com/wheelhouse-dev/wheelhouse/agents/proxy"
+	"github.com/wheelhouse-dev/wheelhouse/agents/registries"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process"
@@ -90,7 +91,15 @@ type Config struct {
 	// MaxParallelPodStarts is how many pods start at once at most, the others waiting their turn in the order
 	// they came (0: twice the CPUs; negative: no limit); kubelet.PodsConfig.MaxParallelStarts.
 	MaxParallelPodStarts int
-	Logger               *slog.Logger
+	// Registries is a registries.yaml (k3s's format, agents/registries): its mirrors, CAs and client
+	// certificates go into containerd's hosts directory, its credentials into the agent's pulls ("": none).
+	Registries string
+	// PauseImage is the sandbox image of a containerd the agent runs itself and the image garbage collection
+	// keeps (default kubelet.DefaultSandboxImage).
+	PauseImage string
+	// ImagePulls are kubelet's serializeImagePulls and maxParallelImagePulls (the zero value: one at a time).
+	ImagePulls kubelet.ImagePullLimits
+	Logger     *slog.Logger
 }
 
 // The runtimes (Config.Runtime).
@@ -121,6 +130,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("agent: --ipvs-scheduler %q: want one of %s", c.IPVSScheduler, strings.Join(ipvsSchedulers, ", "))
 	case c.ProxyMinSync < 0 || c.ProxySync < 0 || c.ProxySync > 0 && c.ProxySync < c.ProxyMinSync:
 		return fmt.Errorf("agent: --proxy-min-sync-period %s, --proxy-sync-period %s: want the sync period at least the minimum", c.ProxyMinSync, c.ProxySync)
+	}
+	if c.Registries != "" {
+		// Read now, before a join spends a single-use token; the agent reads it again when it starts containerd.
+		if _, err := registries.Load(c.Registries); err != nil {
+			return fmt.Errorf("agent: --registries: %w", err)
+		}
 	}
 	if c.ClusterDomain != "" {
 		if errs := validation.IsDNS1123Subdomain(strings.TrimSuffix(c.ClusterDomain, ".")); len(errs) > 0 {
@@ -236,8 +251,12 @@ func Run(ctx context.Context, cfg Config) error {
 		ctd containerd
 	)
 	runtimeVersion, healthy := process.RuntimeName+"://"+process.Version, func() error { return nil }
+	var regs nodeRegistries
 	if cfg.Runtime == RuntimeContainerd {
-		if ctd, err = useContainerd(ctx, cfg, log); err != nil {
+		if regs, err = loadRegistries(cfg, log); err != nil {
+			return err
+		}
+		if ctd, err = useContainerd(ctx, cfg, regs, log); err != nil {
 			return err
 		}
 		defer ctd.stop() // after the runtime's client is closed (defers run last first)
@@ -284,7 +303,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		log.Info("CNI configuration written for containerd", "dir", cniDir)
 		rt, runtimeName = crt, RuntimeContainerd
-		imageGC.SandboxImage = cmp.Or(crt.SandboxImage(ctx), kubelet.DefaultSandboxImage)
+		imageGC.SandboxImage = cmp.Or(crt.SandboxImage(ctx), cfg.PauseImage, kubelet.DefaultSandboxImage)
 	} else {
 		prt, err := process.New(process.Config{StateDir: filepath.Join(cfg.DataDir, "runtime"), Network: podNet,
 			Logger: log.With("component", "runtime")})
@@ -364,7 +383,8 @@ func Run(ctx context.Context, cfg Config) error {
 	pods, err := kubelet.NewPods(cs, kubelet.PodsConfig{NodeName: id.NodeName, Runtime: rt, Images: rt, ImageGC: imageGC, RuntimeName: runtimeName,
 		DataDir: cfg.DataDir, NodeIP: func() string { return host.InternalIP }, Recorder: recorder, Services: svcInf.services,
 		DNS:               dns.ClusterDNS{Servers: clusterDNS, Domain: domain, Host: hostResolver},
-		MaxParallelStarts: cfg.MaxParallelPodStarts, Logger: log.With("component", "pods")})
+		MaxParallelStarts: cfg.MaxParallelPodStarts, ImagePulls: cfg.ImagePulls, NodeCredentials: regs.credentials(),
+		Logger: log.With("component", "pods")})
 	if err != nil {
 		return err
 	}

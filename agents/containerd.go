@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ type containerd struct {
 // cri.DefaultEndpoint; else one the agent runs as its child under <data-dir>/containerd (agents/runtime/cri/managed),
 // supervised until stop, with its CNI configuration there too (a system containerd's /etc/cni/net.d is left
 // alone). It says in the log which one is used, and waits for one it starts to be ready (or to fail to start).
-func useContainerd(ctx context.Context, cfg Config, log *slog.Logger) (containerd, error) {
+func useContainerd(ctx context.Context, cfg Config, regs nodeRegistries, log *slog.Logger) (containerd, error) {
 	noop := func() {}
 	if cfg.ContainerdEndpoint != "" {
 		log.Info("using containerd", "endpoint", cfg.ContainerdEndpoint, "managed", false)
@@ -45,7 +46,8 @@ func useContainerd(ctx context.Context, cfg Config, log *slog.Logger) (container
 		return containerd{endpoint: cri.DefaultEndpoint, cniConfDir: cfg.cniConfDir(), stop: noop}, nil
 	}
 	m, err := managed.New(managed.Config{Dir: filepath.Join(cfg.DataDir, ManagedContainerdDir),
-		PauseImage: kubelet.DefaultSandboxImage, Logger: log})
+		PauseImage: cmp.Or(cfg.PauseImage, kubelet.DefaultSandboxImage), RegistryConfigPath: regs.dir,
+		RegistryAuths: regs.managedAuths(), Logger: log})
 	if err != nil {
 		return containerd{}, fmt.Errorf("agent: no containerd answers on %s and the agent cannot run one: %w", cri.DefaultEndpoint, err)
 	}

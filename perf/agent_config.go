@@ -10,7 +10,8 @@ import (
 // AgentConfig is one run of the node agent harness (cmd/agentperf). Zero fields take the defaults noted.
 type AgentConfig struct {
 	// StartupPods is how many pods the startup scenario creates per repetition on RealAgents real agents
-	// (defaults 100 and 2), at CreateRate pods/s (default 20, open loop).
+	// (defaults 100 and 2; negative: skip the scenario, and its agents unless RSSPods needs them), at CreateRate
+	// pods/s (default 20, open loop).
 	StartupPods int
 	RealAgents  int
 	CreateRate  int
@@ -22,6 +23,10 @@ type AgentConfig struct {
 	// (default 50, the issue's; negative: skip); it needs containerd (Debian's package), else only the process
 	// runtime is measured.
 	RuntimePods int
+	// Pulls is how many pods pull their image (absent from the node) from a local registry through a containerd
+	// agent of their own, one at a time, each after a `ctr images pull` of an image of the same shape (default
+	// 20, issue 22's; negative: skip); it needs containerd and docker-registry (Debian's packages).
+	Pulls int
 	// HollowNodes hollow nodes (default 1,000; negative: skip the hollow scenario) run HollowPodsPerNode pods
 	// each (default 30) from one Deployment, HollowReps times (default 1).
 	HollowNodes       int
@@ -49,6 +54,7 @@ type AgentConfig struct {
 func QuickAgentConfig(cfg AgentConfig) AgentConfig {
 	cfg.Quick = true
 	cfg.StartupPods, cfg.Repetitions, cfg.RSSPods, cfg.CreateRate, cfg.RuntimePods = 20, 1, 10, 40, 10
+	cfg.Pulls = 3
 	cfg.HollowNodes, cfg.HollowPodsPerNode, cfg.HollowReps = 20, 5, 1
 	cfg.Steady = 2 * time.Second
 	return cfg
@@ -66,6 +72,7 @@ func (cfg *AgentConfig) setDefaults() {
 	def(&cfg.Repetitions, 3)
 	def(&cfg.RSSPods, 100)
 	def(&cfg.RuntimePods, 50)
+	def(&cfg.Pulls, 20)
 	def(&cfg.HollowNodes, 1000)
 	def(&cfg.HollowPodsPerNode, 30)
 	def(&cfg.HollowReps, 1)
@@ -85,8 +92,8 @@ func (cfg AgentConfig) Validate() error {
 	switch {
 	case cfg.RealAgents < 1 || cfg.RealAgents > 200:
 		return errors.New("agentperf: --agents must be 1 to 200")
-	case cfg.StartupPods < 1 || cfg.CreateRate < 1 || cfg.Repetitions < 1:
-		return errors.New("agentperf: --pods, --rate and --reps must be positive")
+	case cfg.CreateRate < 1 || cfg.Repetitions < 1:
+		return errors.New("agentperf: --rate and --reps must be positive")
 	case cfg.HollowPodsPerNode < 1 || cfg.HollowReps < 1:
 		return errors.New("agentperf: --hollow-pods and --hollow-reps must be positive")
 	case cfg.HollowNodes > 10_000:

@@ -13,6 +13,7 @@ type AgentResults struct {
 	Startup           []AgentStartupRep
 	RSS               *AgentRSS      `json:",omitempty"`
 	Runtimes          *AgentRuntimes `json:",omitempty"`
+	Pulls             *AgentPulls    `json:",omitempty"`
 	Hollow            []AgentHollowRep
 	// Errors are failures outside one measurement (set-up); the measurements carry their own.
 	Errors []string `json:",omitempty"`
@@ -21,7 +22,7 @@ type AgentResults struct {
 // AgentShape is the run's size.
 type AgentShape struct {
 	StartupPods, RealAgents, CreateRate, Repetitions, RSSPods int
-	RuntimePods                                               int
+	RuntimePods, Pulls                                        int
 	HollowNodes, HollowPodsPerNode, HollowReps                int
 	Steady                                                    time.Duration
 }

@@ -43,8 +43,9 @@ func (r *agentRunner) cleanup() {
 }
 
 // RunAgent builds the binary, starts PostgreSQL, the server and the agents, measures pod startup latency on
-// real agents, one agent's memory, and the server under hollow nodes, writes the report and removes everything
-// it started, also when ctx is cancelled or a step fails. Needs root (network namespaces, the process runtime).
+// real agents, one agent's memory, the runtimes side by side, pulls of absent images, and the server under hollow
+// nodes, writes the report and removes everything it started, also when ctx is cancelled or a step fails. Needs
+// root (network namespaces, the process runtime).
 func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentResults, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -60,7 +61,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (*AgentResults, error) {
 	}
 	r := &agentRunner{cfg: cfg, log: cfg.Logger, dir: dir, token: newToken(), res: &AgentResults{Started: time.Now(),
 		Quick: cfg.Quick, Command: cfg.Command, Shape: AgentShape{StartupPods: cfg.StartupPods, RealAgents: cfg.RealAgents,
-			CreateRate: cfg.CreateRate, Repetitions: cfg.Repetitions, RSSPods: cfg.RSSPods, RuntimePods: cfg.RuntimePods, HollowNodes: cfg.HollowNodes,
+			CreateRate: cfg.CreateRate, Repetitions: cfg.Repetitions, RSSPods: cfg.RSSPods, RuntimePods: cfg.RuntimePods, Pulls: cfg.Pulls, HollowNodes: cfg.HollowNodes,
 			HollowPodsPerNode: cfg.HollowPodsPerNode, HollowReps: cfg.HollowReps, Steady: cfg.Steady}}}
 	if !cfg.KeepTemp {
 		r.defer_(func() { os.RemoveAll(dir) })
@@ -93,6 +94,9 @@ func (r *agentRunner) run(ctx context.Context) error {
 	if r.cfg.RuntimePods > 0 {
 		netns += 3 // one agent per runtime, and containerd's without the start limit
 	}
+	if r.cfg.Pulls > 0 {
+		netns++ // the pulling agent's
+	}
 	teardown, err := setupNetns(netns)
 	r.defer_(teardown)
 	if err != nil {
@@ -107,10 +111,12 @@ func (r *agentRunner) run(ctx context.Context) error {
 		return err
 	}
 	r.defer_(r.srv.Stop)
-	if err := r.startRealAgents(ctx); err != nil {
-		return err
+	if r.cfg.StartupPods > 0 || r.cfg.RSSPods > 0 {
+		if err := r.startRealAgents(ctx); err != nil {
+			return err
+		}
 	}
-	for rep := 1; rep <= r.cfg.Repetitions && ctx.Err() == nil; rep++ {
+	for rep := 1; rep <= r.cfg.Repetitions && r.cfg.StartupPods > 0 && ctx.Err() == nil; rep++ {
 		st := r.startupRep(ctx, rep)
 		r.log.Info("startup", "rep", rep, "running", st.Running, "p50", st.P50, "p99", st.P99, "err", st.Err)
 		r.res.Startup = append(r.res.Startup, st)
@@ -122,6 +128,9 @@ func (r *agentRunner) run(ctx context.Context) error {
 	r.stopRealAgents()
 	if r.cfg.RuntimePods > 0 && ctx.Err() == nil {
 		r.res.Runtimes = r.runtimes(ctx)
+	}
+	if r.cfg.Pulls > 0 && ctx.Err() == nil {
+		r.res.Pulls = r.pulls(ctx)
 	}
 	if r.cfg.HollowNodes > 0 && ctx.Err() == nil {
 		r.hollow(ctx)

@@ -122,16 +122,28 @@ func imagePod(name, node string) *corev1.Pod {
 	return p
 }
 
-// launchContainerd starts containerd in t's network namespace with its CNI configuration directory (which the
-// agent writes), imports the pause and podserver images and gives t the agent flags that use it. The run's
-// cleanup closes it.
+// launchContainerd starts containerd for t (startContainerd) and notes how long its images took.
 func (r *agentRunner) launchContainerd(ctx context.Context, t *runtimeTarget, out *AgentRuntimes) error {
+	took, err := r.startContainerd(ctx, t, "")
+	if err != nil {
+		return err
+	}
+	out.Images = took
+	return nil
+}
+
+// startContainerd starts containerd in t's network namespace with its CNI configuration directory (which the
+// agent writes) and registryConfigPath as the CRI plugin's registry config_path ("": none), imports the pause
+// and podserver images and gives t the agent flags that use it; it returns how long building (or finding in
+// the cache) and importing the images took. The run's cleanup closes it.
+func (r *agentRunner) startContainerd(ctx context.Context, t *runtimeTarget, registryConfigPath string) (time.Duration, error) {
 	dir := filepath.Join(r.dir, t.spec.node)
 	cniDir := filepath.Join(dir, "cni-conf")
 	c, err := containerdtest.Launch(ctx, containerdtest.Options{Dir: filepath.Join(dir, "containerd"),
-		NetNS: "/run/netns/" + t.spec.netns, CNIConfDir: cniDir, Logger: r.log.With("component", "containerd")})
+		NetNS: "/run/netns/" + t.spec.netns, CNIConfDir: cniDir, RegistryConfigPath: registryConfigPath,
+		Logger: r.log.With("component", "containerd")})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	t.ctd = c
 	r.defer_(func() { r.closeContainerd(t) })
@@ -140,16 +152,15 @@ func (r *agentRunner) launchContainerd(ctx context.Context, t *runtimeTarget, ou
 	for _, build := range []func(context.Context) (containerdtest.Image, error){containerdtest.BuildPause, containerdtest.BuildServer} {
 		img, err := build(ctx)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		images = append(images, img)
 	}
 	if err := c.Import(ctx, images...); err != nil {
-		return err
+		return 0, err
 	}
-	out.Images = time.Since(t0)
-	t.spec.args = []string{"--runtime", "containerd", "--containerd-endpoint", c.Socket, "--cni-conf-dir", cniDir}
-	return nil
+	t.spec.args = append(t.spec.args, "--runtime", "containerd", "--containerd-endpoint", c.Socket, "--cni-conf-dir", cniDir)
+	return time.Since(t0), nil
 }
 
 // closeContainerd removes the pod sandboxes left in t's containerd through the agent's CRI runtime, which also

@@ -9,11 +9,15 @@ import (
 	"strings"
 )
 
-// docs/perf.md holds four generated reports: storeperf's owns the file; apiperf's, schedperf's and agentperf's
-// each own a block between their markers after it. Each writer keeps the others' parts: a block writer replaces only its
-// own block (appending it when the file has none), and storeperf carries every block over to the end of the
-// file it writes.
+// docs/perf.md holds the generated reports of every harness, each in a block between its markers, and
+// hand-written text around them (a contents table, readings, histories of earlier runs). Each writer replaces only its
+// own block (appending it when the file has none) and keeps everything else. storeperf's report came first and once
+// owned the whole file: when the file has no storeperf block (a file written before the block existed), storeperf
+// still rewrites the file, its report first and every other block carried over after it, and the hand-written
+// text is dropped; from then on the file has the block.
 const (
+	storeBegin = "<!-- storeperf:begin -->"
+	storeEnd   = "<!-- storeperf:end -->"
 	apiBegin   = "<!-- apiperf:begin -->"
 	apiEnd     = "<!-- apiperf:end -->"
 	schedBegin = "<!-- schedperf:begin -->"
@@ -26,6 +30,7 @@ const (
 type docBlock struct{ begin, end string }
 
 var (
+	storeBlockMarkers = docBlock{storeBegin, storeEnd}
 	apiBlockMarkers   = docBlock{apiBegin, apiEnd}
 	schedBlockMarkers = docBlock{schedBegin, schedEnd}
 	agentBlockMarkers = docBlock{agentBegin, agentEnd}
@@ -106,12 +111,17 @@ func WriteSchedReport(path, section string) error { return schedBlockMarkers.wri
 // or appending the block, when needed); the rest of the file is kept.
 func WriteAgentReport(path, section string) error { return agentBlockMarkers.write(path, section) }
 
-// WriteStoreReport writes storeperf's report md to path, keeping at its end the apiperf, schedperf and agentperf blocks
-// the file already has (in their order), so that re-running any harness never erases another's numbers.
+// WriteStoreReport writes storeperf's report md to the markdown file at path. When the file has a storeperf block
+// it replaces only that block, like every other harness. Otherwise (no file, or one from before the block) it
+// writes the report in its block and then the other harnesses' blocks the file already has, in their order, so
+// that re-running any harness never erases another's numbers.
 func WriteStoreReport(path, md string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	if i, _ := storeBlockMarkers.find(string(old)); i >= 0 {
+		return writeReport(path, storeBlockMarkers.splice(string(old), md))
 	}
 	type kept struct {
 		at    int
@@ -124,8 +134,9 @@ func WriteStoreReport(path, md string) error {
 		}
 	}
 	slices.SortFunc(blocks, func(a, b kept) int { return a.at - b.at })
+	doc := storeBlockMarkers.splice("", md)
 	for _, b := range blocks {
-		md = strings.TrimRight(md, "\n") + "\n\n" + b.block
+		doc += "\n" + b.block
 	}
-	return writeReport(path, md)
+	return writeReport(path, doc)
 }

@@ -134,7 +134,7 @@ func TestWriteStoreReportKeepsAPISection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "# Store v2\n\n" + apiBegin + "\n# API\n" + apiEnd + "\n"
+	want := storeBegin + "\n# Store v2\n" + storeEnd + "\n\n" + apiBegin + "\n# API\n" + apiEnd + "\n"
 	if string(got) != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

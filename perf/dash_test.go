@@ -172,7 +172,7 @@ func TestDashReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "# Store\n\n" + dashBegin + "\n" + md + dashEnd + "\n"; string(got) != want {
+	if want := storeBegin + "\n# Store\n" + storeEnd + "\n\n" + dashBegin + "\n" + md + dashEnd + "\n"; string(got) != want {
 		t.Errorf("after storeperf's rewrite:\n%s\nwant\n%s", got, want)
 	}
 }

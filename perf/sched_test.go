@@ -104,19 +104,22 @@ func TestReportsKeepEachOthersBlocks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "perf.md")
 	api := apiBegin + "\n# API\n" + apiEnd + "\n"
 	sched := schedBegin + "\n# Sched\n" + schedEnd + "\n"
+	store := func(title string) string { return storeBegin + "\n# " + title + "\n" + storeEnd + "\n" }
 	steps := []struct {
 		name  string
 		write func() error
 		want  string
 	}{
-		{"store first", func() error { return WriteStoreReport(path, "# Store\n") }, "# Store\n"},
-		{"sched appends", func() error { return WriteSchedReport(path, "# Sched\n") }, "# Store\n\n" + sched},
-		{"api appends after sched", func() error { return WriteAPIReport(path, "# API\n") }, "# Store\n\n" + sched + "\n" + api},
-		{"store keeps both in order", func() error { return WriteStoreReport(path, "# Store v2\n") }, "# Store v2\n\n" + sched + "\n" + api},
+		{"store first", func() error { return WriteStoreReport(path, "# Store\n") }, store("Store")},
+		{"sched appends", func() error { return WriteSchedReport(path, "# Sched\n") }, store("Store") + "\n" + sched},
+		{"api appends after sched", func() error { return WriteAPIReport(path, "# API\n") },
+			store("Store") + "\n" + sched + "\n" + api},
+		{"store replaces its own", func() error { return WriteStoreReport(path, "# Store v2\n") },
+			store("Store v2") + "\n" + sched + "\n" + api},
 		{"sched replaces its own", func() error { return WriteSchedReport(path, "# Sched v2\n") },
-			"# Store v2\n\n" + strings.Replace(sched, "Sched", "Sched v2", 1) + "\n" + api},
+			store("Store v2") + "\n" + strings.Replace(sched, "Sched", "Sched v2", 1) + "\n" + api},
 		{"api replaces its own", func() error { return WriteAPIReport(path, "# API v2\n") },
-			"# Store v2\n\n" + strings.Replace(sched, "Sched", "Sched v2", 1) + "\n" + strings.Replace(api, "API", "API v2", 1)},
+			store("Store v2") + "\n" + strings.Replace(sched, "Sched", "Sched v2", 1) + "\n" + strings.Replace(api, "API", "API v2", 1)},
 	}
 	for _, s := range steps {
 		if err := s.write(); err != nil {

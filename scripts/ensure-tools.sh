@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the commands the tests drive are on this machine: ip (iproute2) and nsenter (util-linux) for the
-# agents' network-namespace e2e tests, nft for the proxy's test that an operator can list its tables, containerd + runc + the CNI plugins for the containerd runtime's tests, curl for install.sh's tests, and Chromium with a text font for the
+# agents' network-namespace e2e tests, nft for the proxy's test that an operator can list its tables, containerd + runc + the CNI plugins for the containerd runtime's tests, docker-registry for image pulls, curl for install.sh's tests, and Chromium with a text font for the
 # dashboard's browser tests (web/browsertest; fonts-liberation so screenshots show readable text). Used by
 # `make test`. As root on Debian/Ubuntu it installs the missing packages; otherwise it prints the command.
 set -euo pipefail
@@ -13,6 +13,8 @@ command -v nft >/dev/null 2>&1 || missing+=(nftables)
 command -v containerd >/dev/null 2>&1 || missing+=(containerd)
 command -v runc >/dev/null 2>&1 || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+# Image pulls are tested against a real registry (agents/runtime/cri/registrytest): the CNCF distribution registry.
+command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
 # web/browsertest also accepts chromium-browser or google-chrome (or $WHEELHOUSE_CHROMIUM); Debian's package is chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
 )
 
 // The labels a sandbox and its containers carry in the runtime, as kubelet's: the kubelet finds them again by
@@ -107,8 +109,13 @@ func podContainers(ctx context.Context, rt interface {
 	out := map[string]instances{}
 	for _, c := range list {
 		st, err := rt.ContainerStatus(ctx, c.Id, false)
-		if err != nil {
+		if runtime.IsNotFound(err) {
 			continue // removed meanwhile
+		}
+		if err != nil {
+			// The runtime stopped answering between the two calls: a container left out here would be reported
+			// as never created.
+			return nil, err
 		}
 		name := c.Labels[labelContainerName]
 		out[name] = append(out[name], st.Status)

@@ -28,7 +28,8 @@ import (
 //   - events on the pod: Pulling, Pulled, Failed, BackOff, ErrImageNeverPull, FailedToRetrieveImagePullSecret.
 //
 // A state that lasts (a back-off period, an image that is absent with policy Never) is reported by events once,
-// not at every sync. Pulls run in parallel (kubelet's serializeImagePulls=false).
+// not at every sync. Pulls take a slot (ImagePullLimits: one at a time by default, as kubelet's
+// serializeImagePulls); the Pulled event says how long the pull took and how long with the wait for a slot.
 type imageManager struct {
 	svc      runtime.ImageService
 	objs     objects
@@ -36,6 +37,34 @@ type imageManager struct {
 	recorder record.EventRecorder
 	log      *slog.Logger
 	gc       *imageGC
+	// slots holds a token per pull in progress; nil: no limit.
+	slots chan struct{}
+	// nodeCredentials are the node's own credentials for a registry host (nil: none).
+	nodeCredentials func(host string) []*runtimeapi.AuthConfig
+}
+
+// ImagePullLimits are kubelet's serializeImagePulls and maxParallelImagePulls.
+type ImagePullLimits struct {
+	// Parallel lets pulls run at once (kubelet's serializeImagePulls=false); false pulls one image at a time.
+	Parallel bool
+	// MaxParallel bounds the pulls at once when Parallel (0: no bound). Kubelet refuses a bound above 1 with
+	// serialized pulls; so does this.
+	MaxParallel int
+}
+
+// slots is the pull semaphore of l (nil: no limit).
+func (l ImagePullLimits) slots() (chan struct{}, error) {
+	switch {
+	case l.MaxParallel < 0:
+		return nil, fmt.Errorf("kubelet: maxParallelImagePulls %d is negative", l.MaxParallel)
+	case !l.Parallel && l.MaxParallel > 1:
+		return nil, fmt.Errorf("kubelet: maxParallelImagePulls %d needs parallel image pulls (serializeImagePulls false)", l.MaxParallel)
+	case !l.Parallel:
+		return make(chan struct{}, 1), nil
+	case l.MaxParallel > 0:
+		return make(chan struct{}, l.MaxParallel), nil
+	}
+	return nil, nil
 }
 
 // imagePull is what a pod worker keeps between syncs about one image of its pod (kubelet keys both by pod and
@@ -91,6 +120,15 @@ func (m *imageManager) pull(ctx context.Context, pod *corev1.Pod, requested, ima
 		st.beforePull()
 	}
 	m.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", requested)
+	queued := m.clock.Now()
+	if m.slots != nil {
+		select {
+		case m.slots <- struct{}{}:
+			defer func() { <-m.slots }()
+		case <-ctx.Done():
+			return "", "ErrImagePull", fmt.Sprintf("waiting to pull image %q: %v", requested, ctx.Err())
+		}
+	}
 	start := m.clock.Now()
 	ref, err := m.pullWithCredentials(ctx, pod, image, sbConfig)
 	if err != nil {
@@ -101,12 +139,13 @@ func (m *imageManager) pull(ctx context.Context, pod *corev1.Pod, requested, ima
 		st.lastErr, st.reported = "ErrImagePull: "+err.Error(), ""
 		return "", "ErrImagePull", err.Error()
 	}
-	took := m.clock.Since(start).Truncate(time.Millisecond)
+	now := m.clock.Now()
+	took, total := now.Sub(start).Truncate(time.Millisecond), now.Sub(queued).Truncate(time.Millisecond)
 	size := ""
 	if status, err := m.svc.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil && status.GetImage().GetSize() > 0 {
 		size = fmt.Sprintf(" Image size: %d bytes.", status.Image.Size)
 	}
-	m.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v (%v including waiting).%s", requested, took, took, size)
+	m.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v (%v including waiting).%s", requested, took, total, size)
 	return ref, "", ""
 }
 
@@ -143,15 +182,31 @@ func (m *imageManager) pullWithCredentials(ctx context.Context, pod *corev1.Pod,
 	return "", utilerrors.NewAggregate(errs)
 }
 
-// credentials are the pod's registry credentials for image. Pull secrets that cannot be read are left out with
-// a FailedToRetrieveImagePullSecret event, as kubelet's: the pull is tried without them.
+// credentials are the registry credentials to try for image: the pod's, then the node's (as kubelet's keyring
+// puts its pull secrets before the node-level ones). Pull secrets that cannot be read are left out with a
+// FailedToRetrieveImagePullSecret event, as kubelet's: the pull is tried without them.
 func (m *imageManager) credentials(ctx context.Context, pod *corev1.Pod, image string) ([]*runtimeapi.AuthConfig, error) {
-	if len(pod.Spec.ImagePullSecrets) == 0 {
+	if len(pod.Spec.ImagePullSecrets) == 0 && m.nodeCredentials == nil {
 		return nil, nil
 	}
 	n, err := parseImageName(image)
 	if err != nil {
 		return nil, fmt.Errorf("couldn't parse image name %q: %w", image, err)
+	}
+	creds, err := m.podCredentials(ctx, pod, n)
+	if err != nil {
+		return nil, err
+	}
+	if m.nodeCredentials != nil {
+		creds = append(creds, m.nodeCredentials(n.domain)...)
+	}
+	return creds, nil
+}
+
+// podCredentials are the credentials of the pod's imagePullSecrets for the image n.
+func (m *imageManager) podCredentials(ctx context.Context, pod *corev1.Pod, n imageName) ([]*runtimeapi.AuthConfig, error) {
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		return nil, nil
 	}
 	var secrets []*corev1.Secret
 	var missing []string

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,12 @@ type PodsConfig struct {
 	Images runtime.ImagePuller
 	// ImageGC configures image garbage collection, with an ImageService only.
 	ImageGC ImageGCPolicy
+	// ImagePulls limits image pulls as kubelet's serializeImagePulls and maxParallelImagePulls do (with an
+	// ImageService only; the zero value pulls one image at a time, kubelet's default).
+	ImagePulls ImagePullLimits
+	// NodeCredentials are the node's own registry credentials for an image's registry host (kubelet's node-level
+	// keyring: a registries.yaml's, agents/registries), tried after the pod's imagePullSecrets; nil: none.
+	NodeCredentials func(host string) []*runtimeapi.AuthConfig
 	// DataDir holds pods/<uid>/volumes and logs/pods (the containers' log files).
 	DataDir string
 	// NodeIP is the node's InternalIP (hostIP of its pods).
@@ -103,6 +110,9 @@ type Pods struct {
 
 	stats  usageSampler // CPU readings between summaries
 	starts *startGate   // nil: no limit
+	// runtimeDown is set while pod workers find the runtime unreachable (their syncs skipped), so that an outage
+	// is logged once rather than by every pod at every sync.
+	runtimeDown atomic.Bool
 
 	mu      sync.Mutex // guards workers
 	workers map[types.UID]*worker
@@ -124,8 +134,13 @@ func NewPods(cs kubernetes.Interface, cfg PodsConfig) (*Pods, error) {
 		if err := policy.validate(); err != nil {
 			return nil, err
 		}
+		slots, err := cfg.ImagePulls.slots()
+		if err != nil {
+			return nil, err
+		}
 		p.images = &imageManager{svc: svc, objs: o, clock: cfg.Clock, recorder: cfg.Recorder, log: p.log.With("component", "images"),
-			gc: newImageGC(svc, cfg.Runtime, policy, cfg.Clock, cfg.Recorder, cfg.NodeName, p.log.With("component", "imagegc"))}
+			gc:    newImageGC(svc, cfg.Runtime, policy, cfg.Clock, cfg.Recorder, cfg.NodeName, p.log.With("component", "imagegc")),
+			slots: slots, nodeCredentials: cfg.NodeCredentials}
 	}
 	return p, nil
 }

@@ -35,6 +35,9 @@ type worker struct {
 	last      *corev1.PodStatus // the status last written
 	lastRV    string            // the resourceVersion of that write
 	probes    *probes
+	// synced is what sync read of the runtime just before converging, handed to converge's first observe
+	// (which would only read the same again); nil at any other time.
+	synced *observedRead
 	// leaveStart gives up the pod's place in the start gate while converge holds it (nil otherwise).
 	leaveStart func()
 }
@@ -112,7 +115,20 @@ func (w *worker) sync(ctx context.Context) bool {
 		w.stopAll(ctx, pod, 0)
 		return false
 	}
+	first, ok, err := w.read(ctx)
+	if err != nil {
+		// The runtime did not answer (containerd died or is stuck). What the worker would see is no sandbox and no
+		// containers: the status computed from that — containers waiting without IDs, the pod Pending — would be
+		// false, and converging would replace a sandbox that may well be running. As upstream's kubelet, skip the
+		// sync ("skipping pod synchronization - container runtime is down"): the pod and its status stay as last
+		// reported, and the next sync tries again.
+		w.p.runtimeUnreachable(err)
+		return false
+	}
+	w.p.runtimeAnswered()
+	w.synced = &observedRead{first, ok}
 	ob := w.converge(ctx, pod)
+	w.synced = nil
 	if ob.startedAny {
 		// Report the containers just started now rather than at the next sync: read the runtime again, keeping
 		// what converge decided (waiting reasons, init progress).
@@ -147,19 +163,29 @@ func (w *worker) status(pod *corev1.Pod, ob observed) corev1.PodStatus {
 }
 
 // terminate stops a deleted pod's containers within its grace period, writes their final status, then removes
-// the API object (grace 0, this pod's UID only), which ends the worker through the watch.
+// the API object (grace 0, this pod's UID only), which ends the worker through the watch. While the runtime does
+// not answer it does nothing but wait for the next sync.
 func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) bool {
 	grace := int64(30)
 	if pod.DeletionGracePeriodSeconds != nil {
 		grace = *pod.DeletionGracePeriodSeconds
 	}
 	w.stopAll(ctx, pod, grace)
-	if ob, ok := w.observe(ctx, pod); ok {
+	ob, ok, err := w.read(ctx)
+	if err != nil {
+		// The runtime did not answer, so whether the containers have stopped is unknown: the API object stays
+		// (Terminating) until it answers again, as upstream's, since a replacement of the same name (a
+		// StatefulSet's) must not start beside them.
+		w.p.runtimeUnreachable(err)
+		return false
+	}
+	w.p.runtimeAnswered()
+	if ok {
 		st := w.status(pod, ob)
 		w.writeStatus(ctx, pod, st)
 	}
 	zero := int64(0)
-	err := w.p.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
+	err = w.p.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
 		Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	switch {
 	// Forbidden: the node authorizer no longer relates the pod to this node, because it is gone already.
@@ -241,35 +267,75 @@ func allContainers(pod *corev1.Pod) []*corev1.Container {
 	return out
 }
 
-// readySandbox is the pod's READY sandbox, or nil.
+// readySandbox is the pod's READY sandbox, or nil (none, or the runtime did not answer).
 func (w *worker) readySandbox(ctx context.Context) *runtimeapi.PodSandbox {
+	sb, _ := w.listReadySandbox(ctx)
+	return sb
+}
+
+// listReadySandbox is the pod's READY sandbox: nil when it has none, with the runtime's error when it could not
+// be listed.
+func (w *worker) listReadySandbox(ctx context.Context) (*runtimeapi.PodSandbox, error) {
 	sbs, err := w.p.cfg.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(w.uid)},
 		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
 	if err != nil || len(sbs) == 0 {
-		return nil
+		return nil, err
 	}
 	slices.SortFunc(sbs, func(a, b *runtimeapi.PodSandbox) int {
 		return int(b.Metadata.GetAttempt()) - int(a.Metadata.GetAttempt())
 	})
-	return sbs[0]
+	return sbs[0], nil
 }
 
-// observe reads the pod's sandbox and containers without changing anything.
+// observedRead is one read of the runtime: what it showed, and whether the pod has a ready sandbox.
+type observedRead struct {
+	ob observed
+	ok bool
+}
+
+// observe reads the pod's sandbox and containers without changing anything; false when the pod has no ready
+// sandbox or the runtime did not answer. Its first call in a sync's converge returns what sync just read.
 func (w *worker) observe(ctx context.Context, pod *corev1.Pod) (observed, bool) {
-	ob := observed{waiting: map[string][2]string{}, ready: w.probes.readiness(), started: w.probes.startup(), initDone: true}
-	sb := w.readySandbox(ctx)
+	if r := w.synced; r != nil {
+		w.synced = nil
+		return r.ob, r.ok
+	}
+	ob, ok, _ := w.read(ctx)
+	return ob, ok
+}
+
+// read reads the pod's sandbox and containers: ok is false when the pod has no ready sandbox; err is the
+// runtime's when its sandboxes or containers could not be listed, and then what was read says nothing.
+func (w *worker) read(ctx context.Context) (ob observed, ok bool, err error) {
+	ob = observed{waiting: map[string][2]string{}, ready: w.probes.readiness(), started: w.probes.startup(), initDone: true}
+	sb, err := w.listReadySandbox(ctx)
 	if sb == nil {
-		return ob, false
+		return ob, false, err
 	}
 	cs, err := podContainers(ctx, w.p.cfg.Runtime, sb.Id)
 	if err != nil {
-		return ob, false
+		return ob, false, err
 	}
 	ob.containers, ob.sandboxReady = cs, true
 	if st, err := w.p.cfg.Runtime.PodSandboxStatus(ctx, sb.Id, false); err == nil && st.Status.GetNetwork() != nil {
 		ob.podIP = st.Status.Network.Ip
 	}
-	return ob, true
+	return ob, true, nil
+}
+
+// runtimeUnreachable notes a sync skipped because the runtime did not answer; the first since it last answered
+// says so in the log, once for all the node's pods rather than at every pod's every sync.
+func (p *Pods) runtimeUnreachable(err error) {
+	if p.runtimeDown.CompareAndSwap(false, true) {
+		p.log.Info("skipping pod synchronization - container runtime is down", "err", err)
+	}
+}
+
+// runtimeAnswered notes a sync that could read the runtime, ending an outage runtimeUnreachable logged.
+func (p *Pods) runtimeAnswered() {
+	if p.runtimeDown.Load() && p.runtimeDown.CompareAndSwap(true, false) {
+		p.log.Info("container runtime is answering again, pod synchronization resumes")
+	}
 }
 
 // writeStatus writes the pod's status when it differs from the newest copy the worker knows (newest). As

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents"
+	"github.com/wheelhouse-dev/wheelhouse/agents/kubelet"
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/cri"
 )
 
@@ -21,10 +22,11 @@ import (
 type agentFlags struct {
 	server, token, nodeName, dataDir, runtime, nodeIP, logLevel, debugListen string
 	proxyMode, ipvsScheduler, clusterDomain, containerdEndpoint, cniConfDir  string
-	tokenFile                                                                string
+	tokenFile, registries, pauseImage                                        string
 	labels, taints                                                           []string
 	insecureHTTP                                                             bool
-	hollow, leaseSeconds, maxParallelStarts                                  int
+	hollow, leaseSeconds, maxParallelStarts, maxParallelPulls                int
+	serializePulls                                                           bool
 	proxyMinSync, proxySync                                                  time.Duration
 }
 
@@ -61,6 +63,10 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 		{&f.proxyMode, "proxy-mode", "WHEELHOUSE_PROXY_MODE", agents.ProxyAuto, "Service proxy: auto (IPVS when the kernel has it, else nftables), ipvs, nftables or none"},
 		{&f.ipvsScheduler, "ipvs-scheduler", "WHEELHOUSE_IPVS_SCHEDULER", "rr", "IPVS mode's scheduler: rr, wrr, lc, wlc, lblc, lblcr, dh, sh, sed, nq or mh"},
 		{&f.clusterDomain, "cluster-domain", "WHEELHOUSE_CLUSTER_DOMAIN", "cluster.local", "the cluster's DNS domain, served by the agent's DNS server to its pods"},
+		{&f.registries, "registries", "WHEELHOUSE_REGISTRIES", "", "a registries.yaml in k3s's format: mirrors, CAs, client certificates and " +
+			"credentials per registry host, for containerd (written into its hosts directory; credentials used by the agent's pulls)"},
+		{&f.pauseImage, "pause-image", "WHEELHOUSE_PAUSE_IMAGE", kubelet.DefaultSandboxImage, "the sandbox (pause) image of the containerd the " +
+			"agent runs itself, never removed by image garbage collection (a system containerd's is its sandbox_image)"},
 	}
 	for _, s := range strs {
 		fl.StringVar(s.p, s.name, s.dv, s.usage+" (env "+s.env+")")
@@ -75,6 +81,10 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 	fl.IntVar(&f.maxParallelStarts, "max-parallel-pod-starts", 0, "how many pods start at once at most, from their sandbox until their "+
 		"containers have started; the others wait their turn in the order they came (0: twice the CPUs; negative: no limit; env "+
 		"WHEELHOUSE_MAX_PARALLEL_POD_STARTS)")
+	fl.BoolVar(&f.serializePulls, "serialize-image-pulls", true, "pull one image at a time, as kubelet's serializeImagePulls "+
+		"(env WHEELHOUSE_SERIALIZE_IMAGE_PULLS)")
+	fl.IntVar(&f.maxParallelPulls, "max-parallel-image-pulls", 0, "with --serialize-image-pulls=false, how many images are pulled "+
+		"at once at most, as kubelet's maxParallelImagePulls (0: no limit; env WHEELHOUSE_MAX_PARALLEL_IMAGE_PULLS)")
 	fl.IntVar(&f.hollow, "hollow", 0, "run this many simulated nodes <node-name>-0, -1, ... on an in-memory runtime instead of this "+
 		"machine's node, for scale tests (the join token must allow as many uses; env WHEELHOUSE_HOLLOW)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -95,6 +105,20 @@ func newAgentCommand(getenv func(string) string, stderr io.Writer, runAgent func
 				return fmt.Errorf("WHEELHOUSE_MAX_PARALLEL_POD_STARTS %q: want a number of pods", v)
 			}
 			f.maxParallelStarts = n
+		}
+		if v := getenv("WHEELHOUSE_SERIALIZE_IMAGE_PULLS"); v != "" && !cmd.Flags().Changed("serialize-image-pulls") {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("WHEELHOUSE_SERIALIZE_IMAGE_PULLS %q: want true or false", v)
+			}
+			f.serializePulls = b
+		}
+		if v := getenv("WHEELHOUSE_MAX_PARALLEL_IMAGE_PULLS"); v != "" && !cmd.Flags().Changed("max-parallel-image-pulls") {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("WHEELHOUSE_MAX_PARALLEL_IMAGE_PULLS %q: want a number of pulls", v)
+			}
+			f.maxParallelPulls = n
 		}
 		if v := getenv("WHEELHOUSE_HOLLOW"); v != "" && !cmd.Flags().Changed("hollow") {
 			n, err := strconv.Atoi(v)
@@ -165,7 +189,8 @@ func (f agentFlags) config(stderr io.Writer) (agents.Config, error) {
 		ContainerdEndpoint: f.containerdEndpoint, CNIConfDir: f.cniConfDir,
 		NodeIP: f.nodeIP, InsecureHTTP: f.insecureHTTP, Hollow: f.hollow, LeaseDuration: time.Duration(f.leaseSeconds) * time.Second, Labels: map[string]string{},
 		ProxyMode: f.proxyMode, IPVSScheduler: f.ipvsScheduler, ClusterDomain: f.clusterDomain, ProxyMinSync: f.proxyMinSync, ProxySync: f.proxySync,
-		MaxParallelPodStarts: f.maxParallelStarts, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+		MaxParallelPodStarts: f.maxParallelStarts, Registries: f.registries, PauseImage: f.pauseImage,
+		ImagePulls: kubelet.ImagePullLimits{Parallel: !f.serializePulls, MaxParallel: f.maxParallelPulls}, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
 	if err := checkDebugListen(f.debugListen); err != nil {
 		return cfg, err
 	}

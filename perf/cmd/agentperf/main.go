@@ -1,8 +1,9 @@
 // Command agentperf measures the node agent with the real binary: pod startup latency on real agents (process
 // runtime, each in its own network namespace), one agent's memory with many pods, the process runtime and
-// containerd side by side (one agent each), and the server's CPU and memory under many hollow nodes
-// (`wheelhouse agent --hollow N`); it writes its block of docs/perf.md. `agentperf report` renders that block
-// again from a run's --json results. Needs root.
+// containerd side by side (one agent each), pulling and starting a pod whose image is not on the node (beside
+// `ctr images pull`), and the server's CPU and memory under many hollow nodes (`wheelhouse agent --hollow N`);
+// it writes its block of docs/perf.md. `agentperf report` renders that block again from a run's --json results.
+// Needs root.
 package main
 
 import (
@@ -37,13 +38,14 @@ func main() {
 func parseFlags(args []string) (perf.AgentConfig, error) {
 	var cfg perf.AgentConfig
 	fs := flag.NewFlagSet("agentperf", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "smoke run under a minute: 20 startup pods once, 10 pods for memory, 10 per runtime, 20 hollow nodes × 5 pods")
-	fs.IntVar(&cfg.StartupPods, "pods", 100, "pods per repetition of the startup scenario")
+	quick := fs.Bool("quick", false, "smoke run under a minute: 20 startup pods once, 10 pods for memory, 10 per runtime, 3 pulls, 20 hollow nodes × 5 pods")
+	fs.IntVar(&cfg.StartupPods, "pods", 100, "pods per repetition of the startup scenario (negative: skip it)")
 	fs.IntVar(&cfg.RealAgents, "agents", 2, "real agents (process runtime), each in its own network namespace")
 	fs.IntVar(&cfg.CreateRate, "rate", 20, "pod creates per second (open loop) in the startup and memory scenarios")
 	fs.IntVar(&cfg.Repetitions, "reps", 3, "repetitions of the startup scenario; the report shows medians")
 	fs.IntVar(&cfg.RSSPods, "rss-pods", 100, "pods on one agent while its memory is read (negative: skip)")
 	fs.IntVar(&cfg.RuntimePods, "runtime-pods", 50, "pods per repetition on each runtime's agent (process and containerd) in the runtime comparison (negative: skip)")
+	fs.IntVar(&cfg.Pulls, "pulls", 20, "pods pulling their image (≈ 50 MiB, absent from the node) from a local registry through containerd, one at a time, each after a `ctr images pull` of an image of the same shape (negative: skip)")
 	fs.IntVar(&cfg.HollowNodes, "hollow", 1000, "hollow nodes (negative: skip the hollow scenario)")
 	fs.IntVar(&cfg.HollowPodsPerNode, "hollow-pods", 30, "pods per hollow node (one Deployment)")
 	fs.IntVar(&cfg.HollowReps, "hollow-reps", 1, "repetitions of the hollow Deployment")
@@ -78,6 +80,7 @@ func parseFlags(args []string) (perf.AgentConfig, error) {
 		keep("reps", &q.Repetitions, cfg.Repetitions)
 		keep("rss-pods", &q.RSSPods, cfg.RSSPods)
 		keep("runtime-pods", &q.RuntimePods, cfg.RuntimePods)
+		keep("pulls", &q.Pulls, cfg.Pulls)
 		keep("hollow", &q.HollowNodes, cfg.HollowNodes)
 		keep("hollow-pods", &q.HollowPodsPerNode, cfg.HollowPodsPerNode)
 		keep("hollow-reps", &q.HollowReps, cfg.HollowReps)

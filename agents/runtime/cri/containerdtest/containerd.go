@@ -51,6 +51,9 @@ type Options struct {
 	CNIBinDir string
 	// PauseImage is the CRI plugin's sandbox_image; "" is PauseImage. Import it (BuildPause) before running pods.
 	PauseImage string
+	// RegistryConfigPath is the CRI plugin's registry config_path (hosts directories, e.g. the ones an agent
+	// renders from its registries.yaml under <data-dir>/registries.d); "" leaves it unset.
+	RegistryConfigPath string
 	// Logger receives what Close does beyond the ordinary (a crashed containerd, leftover shims killed);
 	// nil discards it. Start logs to the test.
 	Logger *slog.Logger
@@ -263,7 +266,7 @@ func configure(opts Options) (*Containerd, error) {
 	// CAP_SYS_RESOURCE), with the instance's sockets in sockDir.
 	if err := managed.WriteConfig(c.Config, managed.Layout{Root: c.Root, State: c.State, Socket: c.Socket,
 		TTRPCSocket: filepath.Join(c.sockDir, "ttrpc.sock"), CNIConfDir: c.CNIConfDir, CNIBinDir: c.CNIBinDir,
-		PauseImage: pause, RestrictOOMScoreAdj: true}); err != nil {
+		PauseImage: pause, RestrictOOMScoreAdj: true, RegistryConfigPath: opts.RegistryConfigPath}); err != nil {
 		return c, fmt.Errorf("containerdtest: %w", err)
 	}
 	return c, nil

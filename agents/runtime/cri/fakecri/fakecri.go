@@ -41,9 +41,11 @@ type Server struct {
 	fails    map[string]error
 	delays   map[string]time.Duration
 	pulls    []Pull
-	calls    []string
-	netReady bool
-	nextID   int // image IDs are never reused
+	// pullsInFlight counts the PullImage calls in progress; maxPullsInFlight is its highest.
+	pullsInFlight, maxPullsInFlight int
+	calls                           []string
+	netReady                        bool
+	nextID                          int // image IDs are never reused
 }
 
 // Pull is a PullImage call as the server saw it.
@@ -167,6 +169,13 @@ func (s *Server) Pulls() []Pull {
 	return slices.Clone(s.pulls)
 }
 
+// MaxPullsInFlight is the most PullImage calls that were in progress at once (Delay makes them last).
+func (s *Server) MaxPullsInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxPullsInFlight
+}
+
 // Calls are the methods called so far, in order.
 func (s *Server) Calls() []string {
 	s.mu.Lock()
@@ -179,6 +188,15 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	s.mu.Lock()
 	s.calls = append(s.calls, method)
 	err, delay := s.fails[method], s.delays[method]
+	if method == "PullImage" {
+		s.pullsInFlight++
+		s.maxPullsInFlight = max(s.maxPullsInFlight, s.pullsInFlight)
+		defer func() {
+			s.mu.Lock()
+			s.pullsInFlight--
+			s.mu.Unlock()
+		}()
+	}
 	s.mu.Unlock()
 	if delay > 0 {
 		t := time.NewTimer(delay)

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +30,18 @@ type Layout struct {
 	// RestrictOOMScoreAdj keeps the oom_score_adj CRI gives containers at or above containerd's own; it is
 	// needed where the process lacks CAP_SYS_RESOURCE (NeedsRestrictOOMScoreAdj).
 	RestrictOOMScoreAdj bool
+	// RegistryConfigPath is the CRI plugin's registry config_path: the hosts directories (hosts.toml per registry
+	// host: mirrors, CAs, client certificates) that the agent writes from a registries.yaml; "" leaves it unset.
+	RegistryConfigPath string
+	// RegistryAuths are credentials per registry host (host[:port]) in the CRI plugin's registry.configs, which
+	// containerd uses for pulls that come without credentials of their own: the sandbox (pause) image's.
+	RegistryAuths map[string]RegistryAuth
+}
+
+// RegistryAuth is a registry host's credentials in containerd's CRI configuration: a user name and password, a
+// base64 "user:password", or an identity token.
+type RegistryAuth struct {
+	Username, Password, Auth, IdentityToken string
 }
 
 // Snapshotter is the CRI plugin's snapshotter. overlayfs works on this project's machines (ext4 root, kernel
@@ -47,7 +61,8 @@ const Snapshotter = "overlayfs"
 //     127.0.0.1 with a kernel-chosen port, so instances never collide; runc via io.containerd.runc.v2 with
 //     cgroupfs (SystemdCgroup = false) and runc's state under State rather than the host-wide
 //     /run/containerd/runc.
-//   - The registry section is left at its defaults.
+//   - The registry section has l's config_path and the credentials per host, if any (containerd 1.6 reads both
+//     together: config_path for hosts, registry.configs."host".auth for credentials).
 func WriteConfig(path string, l Layout) error {
 	if err := os.WriteFile(path, []byte(l.toml()), 0o600); err != nil {
 		return fmt.Errorf("managed: write containerd's config: %w", err)
@@ -107,7 +122,46 @@ disabled_plugins = [
     max_conf_num = 1
 
   [plugins."io.containerd.grpc.v1.cri".registry]
-`
+` + l.registryTOML()
+}
+
+// registryTOML is the inside of the CRI plugin's registry section.
+func (l Layout) registryTOML() string {
+	q := tomlString
+	var b strings.Builder
+	if l.RegistryConfigPath != "" {
+		b.WriteString("    config_path = " + q(l.RegistryConfigPath) + "\n")
+	}
+	for _, host := range slices.Sorted(maps.Keys(l.RegistryAuths)) {
+		a := l.RegistryAuths[host]
+		b.WriteString("\n    [plugins.\"io.containerd.grpc.v1.cri\".registry.configs." + q(host) + ".auth]\n")
+		for _, kv := range [][2]string{{"username", a.Username}, {"password", a.Password}, {"auth", a.Auth}, {"identitytoken", a.IdentityToken}} {
+			if kv[1] != "" {
+				b.WriteString("      " + kv[0] + " = " + q(kv[1]) + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// tomlString is s as a TOML basic string: quotes and backslashes escaped, control characters as \uXXXX (Go's
+// strconv.Quote would write \x.. escapes, which TOML does not have). Credentials may hold any character.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // capSysResource is CAP_SYS_RESOURCE's bit in /proc/self/status's capability masks.
@@ -150,6 +204,9 @@ type Config struct {
 	CNIConfDir, CNIBinDir string
 	// PauseImage is the CRI plugin's sandbox_image ("" is containerd's default).
 	PauseImage string
+	// RegistryConfigPath and RegistryAuths are Layout's: the registry hosts directory and credentials per host.
+	RegistryConfigPath string
+	RegistryAuths      map[string]RegistryAuth
 	// RestrictOOMScoreAdj is the CRI plugin's restrict_oom_score_adj (default NeedsRestrictOOMScoreAdj()).
 	RestrictOOMScoreAdj *bool
 	// ReadyTimeout bounds the wait for each start to answer CRI Version and report RuntimeReady (default 30 s).
@@ -238,5 +295,5 @@ func (c *Config) ttrpcSocket() string {
 func (c *Config) layout() Layout {
 	return Layout{Root: filepath.Join(c.Dir, "root"), State: filepath.Join(c.Dir, "state"), Socket: c.Socket,
 		TTRPCSocket: c.ttrpcSocket(), CNIConfDir: c.CNIConfDir, CNIBinDir: c.CNIBinDir, PauseImage: c.PauseImage,
-		RestrictOOMScoreAdj: *c.RestrictOOMScoreAdj}
+		RestrictOOMScoreAdj: *c.RestrictOOMScoreAdj, RegistryConfigPath: c.RegistryConfigPath, RegistryAuths: c.RegistryAuths}
 }

@@ -91,6 +91,9 @@ func serve(args []string) error {
 	ready.Store(!*unready)
 	start := time.Now()
 	name := os.Getenv("POD_NAME")
+	if name == "" {
+		name, _ = os.Hostname() // a pod's host name is its name
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from %s\n", name)
