@@ -14,10 +14,10 @@ TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEMPL       := github.com/a-h/templ/cmd/templ@v0.3.1100
 
-.PHONY: help build run kubectl generate test lint bench perf perf-api perf-sched perf-agent perf-dash perf-proxy clean agents
+.PHONY: help build run kubectl e2e-test generate test lint bench perf perf-api perf-sched perf-agent perf-dash perf-proxy clean agents
 
 help: ## List the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 build: ## Build bin/wheelhouse
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wheelhouse
@@ -40,6 +40,9 @@ generate: ## Regenerate the dashboard's templ components (web/*_templ.go, checke
 
 kubectl: ## Build the pinned kubectl used by the e2e tests
 	@scripts/kubectl.sh
+
+e2e-test: ## Build the pinned upstream e2e.test, the Kubernetes conformance suite
+	@scripts/e2e-test.sh
 
 # Tests find kubectl through WHEELHOUSE_KUBECTL: the pinned build unless the caller already set it.
 test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL, ip, nsenter, curl and Chromium first when missing)

@@ -131,6 +131,9 @@ func (c Config) Validate() error {
 	case c.ProxyMinSync < 0 || c.ProxySync < 0 || c.ProxySync > 0 && c.ProxySync < c.ProxyMinSync:
 		return fmt.Errorf("agent: --proxy-min-sync-period %s, --proxy-sync-period %s: want the sync period at least the minimum", c.ProxyMinSync, c.ProxySync)
 	}
+	if err := c.ImagePulls.Validate(); err != nil {
+		return fmt.Errorf("agent: --serialize-image-pulls, --max-parallel-image-pulls: %w", err)
+	}
 	if c.Registries != "" {
 		// Read now, before a join spends a single-use token; the agent reads it again when it starts containerd.
 		if _, err := registries.Load(c.Registries); err != nil {

@@ -52,6 +52,12 @@ type ImagePullLimits struct {
 	MaxParallel int
 }
 
+// Validate reports limits kubelet would refuse.
+func (l ImagePullLimits) Validate() error {
+	_, err := l.slots()
+	return err
+}
+
 // slots is the pull semaphore of l (nil: no limit).
 func (l ImagePullLimits) slots() (chan struct{}, error) {
 	switch {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents"
+	"github.com/wheelhouse-dev/wheelhouse/agents/kubelet"
 )
 
 // parseAgent runs `wheelhouse agent args...` with env and returns the configuration it would run with.
@@ -41,7 +42,7 @@ func TestAgentFlags(t *testing.T) {
 		DataDir: "/var/lib/wheelhouse-agent", Runtime: "process", ContainerdEndpoint: "",
 		CNIConfDir: "/etc/cni/net.d", LeaseDuration: 40 * time.Second, Labels: map[string]string{"pool": "blue", "zone": "a"},
 		ProxyMode: "auto", IPVSScheduler: "rr", ClusterDomain: "cluster.local", ProxyMinSync: time.Second, ProxySync: time.Minute,
-		Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}}
+		PauseImage: "registry.k8s.io/pause:3.10", Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}, {Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("config (-want +got):\n%s", diff)
 	}
@@ -56,6 +57,21 @@ func TestAgentFlags(t *testing.T) {
 	}
 	if short, err := parseAgent(nil, "--server", "https://s", "--node-lease-duration-seconds", "8"); err != nil || short.LeaseDuration != 8*time.Second {
 		t.Fatalf("--node-lease-duration-seconds 8: %v %v", short.LeaseDuration, err)
+	}
+	// Image pulls: one at a time unless asked, as kubelet's; the bound needs parallel pulls; both from the environment.
+	pulls, err := parseAgent(map[string]string{"WHEELHOUSE_SERIALIZE_IMAGE_PULLS": "false", "WHEELHOUSE_MAX_PARALLEL_IMAGE_PULLS": "3",
+		"WHEELHOUSE_PAUSE_IMAGE": "mirror.example/pause:3.10"}, "--server", "https://s")
+	if err != nil || pulls.ImagePulls != (kubelet.ImagePullLimits{Parallel: true, MaxParallel: 3}) || pulls.PauseImage != "mirror.example/pause:3.10" {
+		t.Fatalf("image pull settings from the environment: %+v %+v %v", pulls.ImagePulls, pulls.PauseImage, err)
+	}
+	if _, err := parseAgent(nil, "--server", "https://s", "--max-parallel-image-pulls", "2"); err == nil || !strings.Contains(err.Error(), "needs parallel image pulls") {
+		t.Fatalf("--max-parallel-image-pulls 2 with serialized pulls: %v", err)
+	}
+	if _, err := parseAgent(map[string]string{"WHEELHOUSE_SERIALIZE_IMAGE_PULLS": "maybe"}, "--server", "https://s"); err == nil {
+		t.Fatal("WHEELHOUSE_SERIALIZE_IMAGE_PULLS=maybe accepted")
+	}
+	if _, err := parseAgent(nil, "--server", "https://s", "--registries", "/nonexistent/registries.yaml"); err == nil || !strings.Contains(err.Error(), "--registries") {
+		t.Fatalf("a missing registries file: %v", err)
 	}
 	if starts, err := parseAgent(map[string]string{"WHEELHOUSE_MAX_PARALLEL_POD_STARTS": "-1"}, "--server", "https://s"); err != nil || starts.MaxParallelPodStarts != -1 {
 		t.Fatalf("WHEELHOUSE_MAX_PARALLEL_POD_STARTS=-1: %v %v", starts.MaxParallelPodStarts, err)

@@ -141,7 +141,13 @@ configs:
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 30*time.Second, "the Service's cluster IP answers", func() (bool, string) {
+			defer func() {
+				if t.Failed() { // what the node's proxy programmed, for the failure
+					out, _ := exec.Command("nft", "list", "ruleset").CombinedOutput()
+					t.Logf("nft list ruleset:\n%s", out)
+				}
+			}()
+			eventually(t, 60*time.Second, "the Service's cluster IP answers", func() (bool, string) {
 				body, err := getBody("http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/")
 				return err == nil && strings.Contains(body, "hello from "+p.Name), fmt.Sprint(body, err)
 			})
