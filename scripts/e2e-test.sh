@@ -66,7 +66,7 @@ if [ ! -x "$bin" ]; then
   fi
   rm -rf "$tmp"
   trap - EXIT
-  # Drop builds from older inputs (each is ~150 MB); the current one is never touched.
+  # Drop builds from older inputs (each is ~120 MB); the current one is never touched.
   find "$out" -maxdepth 1 -name 'e2e.test-*' ! -name "e2e.test-$hash" -exec rm -rf {} +
   echo "built $bin" >&2
 fi

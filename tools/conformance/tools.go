@@ -9,10 +9,14 @@
 // besides the package itself it imports everything that package's e2e_test.go imports: the test sources of each SIG
 // and the framework's init packages. When bumping k8s.io/kubernetes, compare this list with upstream's
 // test/e2e/e2e_test.go; a missing entry shows as a "missing go.sum entry" error from the build.
+//
+// It also imports the ginkgo command at the version the suite is built with: running the suite as parallel
+// processes takes `ginkgo -p e2e.test`, and that CLI should be the same version as the library inside e2e.test.
 package conformance
 
 import (
 	_ "github.com/onsi/ginkgo/v2"
+	_ "github.com/onsi/ginkgo/v2/ginkgo"
 	_ "go.yaml.in/yaml/v2"
 	_ "k8s.io/component-base/version"
 	_ "k8s.io/klog/v2"
