@@ -14,7 +14,7 @@ TEST_FLAGS ?= -timeout 20m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEMPL       := github.com/a-h/templ/cmd/templ@v0.3.1100
 
-.PHONY: help build run kubectl e2e-test generate test lint bench perf perf-api perf-sched perf-agent perf-dash perf-proxy clean agents
+.PHONY: help build run kubectl e2e-test conformance generate test lint bench perf perf-api perf-sched perf-agent perf-dash perf-proxy clean agents
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -44,12 +44,23 @@ kubectl: ## Build the pinned kubectl used by the e2e tests
 e2e-test: ## Build the pinned upstream e2e.test, the Kubernetes conformance suite
 	@scripts/e2e-test.sh
 
-# Tests find kubectl through WHEELHOUSE_KUBECTL: the pinned build unless the caller already set it.
+conformance: ## Run upstream's whole conformance suite against a server and two containerd agents (root; hours); writes docs/conformance.md
+	@scripts/ensure-postgres.sh
+	@scripts/ensure-tools.sh
+	@WHEELHOUSE_KUBECTL="$${WHEELHOUSE_KUBECTL:-$$(scripts/kubectl.sh)}" || exit 1; export WHEELHOUSE_KUBECTL; \
+	WHEELHOUSE_E2E_TEST="$${WHEELHOUSE_E2E_TEST:-$$(scripts/e2e-test.sh)}" || exit 1; export WHEELHOUSE_E2E_TEST; \
+	export WHEELHOUSE_CONFORMANCE=full WHEELHOUSE_CONFORMANCE_REPORT=$(CURDIR)/docs/conformance.md \
+		WHEELHOUSE_CONFORMANCE_OUT=$${WHEELHOUSE_CONFORMANCE_OUT:-$(CURDIR)/.cache/conformance}; \
+	$(GO) run ./cmd/testenv -- $(GO) test -timeout 8h -count 1 -v -run '^TestConformance$$' ./cmd/wheelhouse
+
+# Tests find kubectl through WHEELHOUSE_KUBECTL and the conformance suite through WHEELHOUSE_E2E_TEST: the pinned
+# builds unless the caller already set them.
 test: ## Run every test against a throwaway PostgreSQL (installs PostgreSQL, ip, nsenter, curl and Chromium first when missing)
 	@scripts/ensure-postgres.sh
 	@scripts/ensure-tools.sh
 	@scripts/ensure-vm.sh
 	@WHEELHOUSE_KUBECTL="$${WHEELHOUSE_KUBECTL:-$$(scripts/kubectl.sh)}" || exit 1; export WHEELHOUSE_KUBECTL; \
+	WHEELHOUSE_E2E_TEST="$${WHEELHOUSE_E2E_TEST:-$$(scripts/e2e-test.sh)}" || exit 1; export WHEELHOUSE_E2E_TEST; \
 	if [ -n "$$WHEELHOUSE_TEST_DATABASE_URL" ]; then \
 		$(GO) test $(TEST_FLAGS) ./... ; \
 	else \

@@ -16,6 +16,15 @@ command -v runc >/dev/null 2>&1 || missing+=(runc)
 # Image pulls are tested against a real registry (agents/runtime/cri/registrytest): the CNCF distribution registry.
 command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
+# The conformance suite's images (conformance/images) are made of Debian's programs: busybox, dig, nc, socat, bash,
+# ip, ss, getent and curl, with their libraries; nginx comes from its .deb (apt-get download, dpkg-deb).
+# (busybox-static: the images need a busybox that runs without libraries; ldd fails on a static program.)
+bb="$(command -v busybox || true)"
+{ [ -n "$bb" ] && ! ldd "$bb" >/dev/null 2>&1; } || missing+=(busybox-static)
+command -v dig >/dev/null 2>&1 || missing+=(bind9-dnsutils)
+[ -x /usr/bin/nc.openbsd ] || missing+=(netcat-openbsd)
+command -v socat >/dev/null 2>&1 || missing+=(socat)
+command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
 # web/browsertest also accepts chromium-browser or google-chrome (or $WHEELHOUSE_CHROMIUM); Debian's package is chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
   command -v google-chrome >/dev/null 2>&1 || [ -n "${WHEELHOUSE_CHROMIUM:-}" ] || missing+=(chromium)

@@ -44,9 +44,20 @@ func TestConfigMapCRUD(t *testing.T) {
 	if _, err := cms.Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Errorf("stale update: %v, want Conflict", err)
 	}
+	// Without a resourceVersion an update is unconditional (upstream's AllowUnconditionalUpdate): it applies over
+	// whatever is stored (the conformance suite's Watchers and ResourceQuota tests update this way).
+	blind := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", Labels: map[string]string{"app": "x"}},
+		Data: map[string]string{"k": "blind"}}
+	unconditional, err := cms.Update(ctx, blind, metav1.UpdateOptions{})
+	if err != nil || unconditional.Data["k"] != "blind" || unconditional.ResourceVersion == updated.ResourceVersion {
+		t.Fatalf("update without resourceVersion = %+v, %v", unconditional, err)
+	}
+	if unconditional.UID != created.UID {
+		t.Errorf("update without resourceVersion: uid %s, want %s", unconditional.UID, created.UID)
+	}
 
 	patched, err := cms.Patch(ctx, "a", types.MergePatchType, []byte(`{"data":{"m":"1"}}`), metav1.PatchOptions{})
-	if err != nil || patched.Data["m"] != "1" || patched.Data["k"] != "w" {
+	if err != nil || patched.Data["m"] != "1" || patched.Data["k"] != "blind" {
 		t.Fatalf("merge patch = %+v, %v", patched, err)
 	}
 	patched, err = cms.Patch(ctx, "a", types.JSONPatchType, []byte(`[{"op":"remove","path":"/data/m"}]`), metav1.PatchOptions{})

@@ -8,6 +8,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -19,6 +20,13 @@ type RulesResolver interface {
 
 // review answers a create of a Virtual resource: the access reviews and SelfSubjectReview. Nothing is stored.
 func (rq *request) review() error {
+	if rq.out.as != "" {
+		// A review is not an object with metadata that lists or tables could show: upstream has no table
+		// convertor for it and answers 406 (the conformance test "should return a 406 for a backend which does
+		// not implement metadata").
+		return statusErr(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+			"the resource "+rq.res.Plural+" cannot be returned as "+rq.out.as)
+	}
 	obj, err := rq.decodeBody()
 	if err != nil {
 		return err

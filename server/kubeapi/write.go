@@ -212,7 +212,13 @@ func (rq *request) update() error {
 		return err
 	}
 	out, err := rq.updateLoop(expect, func(old runtime.Object) (runtime.Object, error) {
-		return obj.DeepCopyObject(), nil
+		o := obj.DeepCopyObject()
+		if expect == 0 {
+			// An update without a resourceVersion is unconditional, as upstream allows it for the built-in kinds
+			// (AllowUnconditionalUpdate): it applies over whatever is stored, so it takes the stored revision.
+			mustAccessor(o).SetResourceVersion(mustAccessor(old).GetResourceVersion())
+		}
+		return o, nil
 	})
 	if err != nil {
 		return err

@@ -50,5 +50,6 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/testing-manifests"
 	_ "k8s.io/kubernetes/test/e2e/windows"
 	_ "k8s.io/kubernetes/test/fixtures"
+	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/utils/ktesting/format"
 )
