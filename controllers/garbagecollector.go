@@ -180,17 +180,31 @@ func (c *collector) reconcile(ctx context.Context, uid types.UID) (bool, error) 
 		return false, c.dropFinalizer(ctx, n, metav1.FinalizerOrphanDependents)
 	}
 	if n.deleting && slices.Contains(n.finalizers, metav1.FinalizerDeleteDependents) {
-		deps := c.g.dependentsOf(uid)
-		if len(deps) == 0 {
-			return false, c.dropFinalizer(ctx, n, metav1.FinalizerDeleteDependents)
-		}
+		// As upstream's: the owner waits for the dependents that block its deletion (blockOwnerDeletion); the
+		// others are deleted too, but collected after it like any object whose owners are gone.
+		blocking := 0
 		fg := metav1.DeletePropagationForeground
-		for _, dep := range deps {
+		for _, dep := range c.g.dependentsOf(uid) {
+			if blocks(dep, uid) {
+				if c.inDeletionCycle(dep) {
+					// dep waits for a dependent of its own that waits for its dependents in turn: a cycle of
+					// foreground deletions that would wait forever. Upstream breaks it the same way: dep's
+					// references stop blocking, so its owners go, then the rest of the cycle.
+					if err := c.unblockOwners(ctx, dep); err != nil {
+						return false, err
+					}
+				} else {
+					blocking++
+				}
+			}
 			if !dep.deleting {
 				if err := c.delete(ctx, dep, &fg); err != nil {
 					return false, err
 				}
 			}
+		}
+		if blocking == 0 {
+			return false, c.dropFinalizer(ctx, n, metav1.FinalizerDeleteDependents)
 		}
 		return true, nil
 	}
@@ -285,6 +299,44 @@ func (c *collector) delete(ctx context.Context, n *node, policy *metav1.Deletion
 		c.log.Info("garbage-collected", "cluster", n.cluster, "resource", n.res.Plural, "namespace", n.namespace, "name", n.name)
 	}
 	return err
+}
+
+// blocks says whether dep's reference to owner blocks the owner's foreground deletion.
+func blocks(dep *node, owner types.UID) bool {
+	for _, r := range dep.owners {
+		if r.UID == owner && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
+			return true
+		}
+	}
+	return false
+}
+
+// inDeletionCycle says whether one of n's dependents is itself waiting for its dependents (foreground).
+func (c *collector) inDeletionCycle(n *node) bool {
+	for _, d := range c.g.dependentsOf(n.uid) {
+		if d.deleting && slices.Contains(d.finalizers, metav1.FinalizerDeleteDependents) {
+			return true
+		}
+	}
+	return false
+}
+
+// unblockOwners sets blockOwnerDeletion false on every reference of n.
+func (c *collector) unblockOwners(ctx context.Context, n *node) error {
+	return c.update(ctx, n, func(m metav1.Object) bool {
+		refs := slices.Clone(m.GetOwnerReferences())
+		changed := false
+		for i := range refs {
+			if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
+				f := false
+				refs[i].BlockOwnerDeletion, changed = &f, true
+			}
+		}
+		if changed {
+			m.SetOwnerReferences(refs)
+		}
+		return changed
+	})
 }
 
 // dropOwner removes the reference to owner from n's ownerReferences.

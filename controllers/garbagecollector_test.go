@@ -70,6 +70,34 @@ func TestGarbageCollector(t *testing.T) {
 		eventually(t, n+" removed by the foreground deletion", gone(n))
 	}
 
+	// A cycle of blocking references (a → c → b → a, each owned by the next): a foreground deletion of one
+	// deletes the others in the foreground and must not wait forever (the conformance test "should not be
+	// blocked by dependency circle").
+	t.Run("dependency circle", func(t *testing.T) {
+		yes := true
+		names := []string{"circle-a", "circle-b", "circle-c"}
+		made := map[string]*corev1.ConfigMap{}
+		for _, name := range names {
+			made[name] = mk(name)
+		}
+		for i, name := range names {
+			owner := made[names[(i+2)%3]]
+			cm, err := cms.Get(bg, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+				BlockOwnerDeletion: &yes}}
+			if _, err := cms.Update(bg, cm, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		del("circle-a", metav1.DeletePropagationForeground)
+		for _, n := range names {
+			eventually(t, n+" removed", gone(n))
+		}
+	})
+
 	// Dangling: an object whose only owner never existed is collected; one with a living owner left keeps it.
 	mk("dangling", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ghost", UID: types.UID("00000000-0000-0000-0000-000000000001")}})
 	eventually(t, "the dangling dependent collected", gone("dangling"))

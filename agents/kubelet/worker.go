@@ -180,10 +180,14 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) bool {
 		return false
 	}
 	w.p.runtimeAnswered()
+	// The final status, written before the final delete as upstream's kubelet does: a pod that a finalizer keeps
+	// in the API after this shows it stopped. Without a sandbox to read (already removed), it is the last status
+	// written, its containers then unknown.
+	st := w.newest(pod).Status
 	if ok {
-		st := w.status(pod, ob)
-		w.writeStatus(ctx, pod, st)
+		st = w.status(pod, ob)
 	}
+	w.writeStatus(ctx, pod, finalStatus(st, w.p.cfg.Clock.Now()))
 	zero := int64(0)
 	err = w.p.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
 		Preconditions: &metav1.Preconditions{UID: &pod.UID}})
@@ -196,6 +200,49 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) bool {
 		w.p.log.Warn("deleting a terminated pod failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return false
 	}
+}
+
+// finalStatus is a stopped pod's status: every container that still shows running or waiting is terminated,
+// with upstream's ContainerStatusUnknown (exit code 137) since its end was not observed; nothing is ready; the
+// phase is terminal — Succeeded when every container exited 0, else Failed — as upstream's kubelet reports a
+// deleted pod whatever its restart policy.
+func finalStatus(st corev1.PodStatus, now time.Time) corev1.PodStatus {
+	st = *st.DeepCopy()
+	allZero := true
+	end := func(cs []corev1.ContainerStatus) {
+		for i := range cs {
+			c := &cs[i]
+			if c.State.Terminated == nil {
+				t := &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
+					Message: "The container could not be located when the pod was terminated", FinishedAt: metav1.NewTime(now)}
+				if c.State.Running != nil {
+					t.StartedAt = c.State.Running.StartedAt
+				}
+				c.State = corev1.ContainerState{Terminated: t}
+			}
+			c.Ready = false
+			f := false
+			c.Started = &f
+		}
+	}
+	end(st.InitContainerStatuses)
+	end(st.ContainerStatuses)
+	for _, c := range st.ContainerStatuses {
+		allZero = allZero && c.State.Terminated.ExitCode == 0
+	}
+	if !terminal(st.Phase) {
+		st.Phase = corev1.PodFailed
+		if allZero && len(st.ContainerStatuses) > 0 {
+			st.Phase = corev1.PodSucceeded
+		}
+	}
+	for i, c := range st.Conditions {
+		if (c.Type == corev1.PodReady || c.Type == corev1.ContainersReady) && c.Status != corev1.ConditionFalse {
+			st.Conditions[i].Status, st.Conditions[i].Reason = corev1.ConditionFalse, "PodCompleted"
+			st.Conditions[i].LastTransitionTime = metav1.NewTime(now)
+		}
+	}
+	return st
 }
 
 // teardown removes the pod's sandboxes (and with them containers, logs and cgroups).
