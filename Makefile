@@ -10,7 +10,7 @@ LDFLAGS   := -X github.com/wheelhouse-dev/wheelhouse/version.Version=$(VERSION) 
              -X github.com/wheelhouse-dev/wheelhouse/version.Commit=$(COMMIT)
 LISTEN    ?= 127.0.0.1:8080
 DATA_DIR  ?= ./.wheelhouse
-TEST_FLAGS ?= -timeout 20m
+TEST_FLAGS ?= -timeout 45m
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TEMPL       := github.com/a-h/templ/cmd/templ@v0.3.1100
 
