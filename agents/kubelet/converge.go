@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wheelhouse-dev/wheelhouse/agents/dns"
 )
 
 // converge moves the runtime one step toward the pod's spec — the sandbox, then the init containers in order,
@@ -195,10 +198,22 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 		fail("CreateContainerConfigError", err)
 		return
 	}
-	mounts, err := w.p.vols.mounts(ctx, pod, c, ob.podIP, w.p.cfg.NodeIP())
+	mounts, err := w.p.vols.mounts(ctx, pod, c, env, ob.podIP, w.p.cfg.NodeIP())
 	if err != nil {
 		fail("CreateContainerConfigError", err)
 		return
+	}
+	if m, err := w.p.vols.hostsMount(pod, c, ob.podIP, cmp.Or(w.p.cfg.DNS.Domain, dns.DefaultDomain)); err != nil {
+		fail("CreateContainerConfigError", err)
+		return
+	} else if m != nil {
+		mounts = append(mounts, m)
+	}
+	if m, err := w.p.vols.terminationMount(pod, c, attempt); err != nil {
+		fail("CreateContainerConfigError", err)
+		return
+	} else if m != nil {
+		mounts = append(mounts, m)
 	}
 	// The image once the configuration is complete: kubelet's startContainer pulls first, but with a sync every
 	// second a container waiting for a ConfigMap would pull (policy Always) every second.

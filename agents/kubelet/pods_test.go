@@ -209,6 +209,11 @@ func TestPodRunsInitThenContainers(t *testing.T) {
 	if p.Status.Phase != corev1.PodPending || e.running("app") != "" {
 		t.Fatalf("app started before init finished: phase %s", p.Status.Phase)
 	}
+	// Meanwhile the app container waits with PodInitializing, as upstream's (not ContainerCreating).
+	e.until("app PodInitializing", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "PodInitializing"
+	}, "web")
 	if err := e.rt.Exit(e.running("setup"), 0, "", ""); err != nil {
 		t.Fatal(err)
 	}

@@ -41,14 +41,20 @@ func podStatus(pod *corev1.Pod, ob observed, runtimeName, hostIP string, now tim
 		t := apiTime(now)
 		st.StartTime = &t
 	}
-	st.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, pod.Status.InitContainerStatuses, ob, runtimeName, true)
-	st.ContainerStatuses = containerStatuses(pod.Spec.Containers, pod.Status.ContainerStatuses, ob, runtimeName, false)
+	// A container not created yet waits with ContainerCreating, or PodInitializing in a pod with init containers
+	// (upstream's default waiting state, init and app containers alike).
+	created := "ContainerCreating"
+	if len(pod.Spec.InitContainers) > 0 {
+		created = "PodInitializing"
+	}
+	st.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, pod.Status.InitContainerStatuses, ob, runtimeName, created, true)
+	st.ContainerStatuses = containerStatuses(pod.Spec.Containers, pod.Status.ContainerStatuses, ob, runtimeName, created, false)
 	st.Phase = podPhase(pod, st, ob)
 	setConditions(pod, &st, ob, now)
 	return st
 }
 
-func containerStatuses(specs []corev1.Container, prev []corev1.ContainerStatus, ob observed, runtimeName string, init bool) []corev1.ContainerStatus {
+func containerStatuses(specs []corev1.Container, prev []corev1.ContainerStatus, ob observed, runtimeName, created string, init bool) []corev1.ContainerStatus {
 	if len(specs) == 0 {
 		return nil
 	}
@@ -74,10 +80,7 @@ func containerStatuses(specs []corev1.Container, prev []corev1.ContainerStatus, 
 				}
 			}
 		} else {
-			reason, msg := "ContainerCreating", ""
-			if init {
-				reason = "PodInitializing"
-			}
+			reason, msg := created, ""
 			if w, ok := ob.waiting[c.Name]; ok {
 				reason, msg = w[0], w[1]
 			}

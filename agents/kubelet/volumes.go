@@ -99,7 +99,10 @@ func (c *tokenCache) forget(pod types.UID) {
 
 // mounts prepares the pod's volumes and returns the CRI mounts of container c. It fails with an envError-like
 // message for what the user must fix (a missing ConfigMap that is not optional, an unknown volume type).
-func (v volumes) mounts(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIP, hostIP string) ([]*runtimeapi.Mount, error) {
+//
+// subPathExpr is expanded against the container's environment (env, as containerEnv built it), $(VAR) as in
+// command and args; like subPath, the result must be a relative path that does not climb out with "..".
+func (v volumes) mounts(ctx context.Context, pod *corev1.Pod, c *corev1.Container, env []*runtimeapi.KeyValue, podIP, hostIP string) ([]*runtimeapi.Mount, error) {
 	byName := map[string]*corev1.Volume{}
 	for i := range pod.Spec.Volumes {
 		byName[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
@@ -114,11 +117,15 @@ func (v volumes) mounts(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 		if err != nil {
 			return nil, err
 		}
-		if vm.SubPath != "" {
-			if strings.Contains(vm.SubPath, "..") || path.IsAbs(vm.SubPath) {
-				return nil, &envError{fmt.Sprintf("subPath %q must be a relative path without ..", vm.SubPath)}
+		sub, field := vm.SubPath, "subPath"
+		if vm.SubPathExpr != "" {
+			sub, field = expandAll([]string{vm.SubPathExpr}, env)[0], "subPathExpr"
+		}
+		if sub != "" {
+			if path.IsAbs(sub) || slices.Contains(strings.Split(filepath.ToSlash(sub), "/"), "..") {
+				return nil, &envError{fmt.Sprintf("%s %q of volumeMount %q must be a relative path without ..", field, sub, vm.MountPath)}
 			}
-			host = filepath.Join(host, vm.SubPath)
+			host = filepath.Join(host, sub)
 			if _, err := os.Stat(host); errors.Is(err, fs.ErrNotExist) {
 				if err := os.MkdirAll(host, 0o755); err != nil {
 					return nil, err

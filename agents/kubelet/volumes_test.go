@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,52 @@ func TestVolumeSources(t *testing.T) {
 	apitest.Eventually(t, "a new token past 80 % of the old one's life", func() bool { return read("projected", "token") != token })
 	if _, err := tokens.Verify(ctx, "c1", read("projected", "token"), "vault"); err != nil {
 		t.Fatalf("the new token: %v", err)
+	}
+}
+
+// TestSubPaths: subPath and subPathExpr (expanded against the container's environment) mount a directory of the
+// volume, created when missing; one that is absolute or climbs out with ".." leaves the container waiting with
+// CreateContainerConfigError, as upstream's kubelet does.
+func TestSubPaths(t *testing.T) {
+	e := newPodEnv(t)
+	work := corev1.Volume{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	pod := simple("sub", corev1.RestartPolicyAlways, corev1.Container{Name: "app", Image: "busybox", Command: []string{"sleep", "1d"},
+		Env: []corev1.EnvVar{{Name: "POD_NAME", Value: "foo"}, {Name: "UP", Value: "a/../../x"}},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "work", MountPath: "/logs", SubPathExpr: "$(POD_NAME)/logs"},
+			{Name: "work", MountPath: "/deep", SubPath: "a/b..c"},
+			{Name: "work", MountPath: "/all"},
+		}})
+	pod.Spec.Volumes = []corev1.Volume{work}
+	e.create(pod)
+	apitest.Eventually(t, "sub running", func() bool { return e.running("app") != "" })
+	mounts := map[string]string{}
+	for _, m := range e.rt.config("app").Mounts {
+		mounts[m.ContainerPath] = m.HostPath
+	}
+	root := mounts["/all"]
+	for path, want := range map[string]string{"/logs": filepath.Join(root, "foo", "logs"), "/deep": filepath.Join(root, "a", "b..c")} {
+		if mounts[path] != want {
+			t.Errorf("%s mounted from %q, want %q", path, mounts[path], want)
+		}
+		if st, err := os.Stat(want); err != nil || !st.IsDir() {
+			t.Errorf("%s: the sub path was not created: %v", path, err)
+		}
+	}
+
+	for name, vm := range map[string]corev1.VolumeMount{
+		"abs":   {Name: "work", MountPath: "/x", SubPathExpr: "$(ROOT)"},
+		"climb": {Name: "work", MountPath: "/x", SubPathExpr: "$(UP)"},
+	} {
+		p := simple(name, corev1.RestartPolicyAlways, corev1.Container{Name: "app", Image: "busybox", Command: []string{"sleep", "1d"},
+			Env:          []corev1.EnvVar{{Name: "ROOT", Value: "/tmp"}, {Name: "UP", Value: "a/../../x"}},
+			VolumeMounts: []corev1.VolumeMount{vm}})
+		p.Spec.Volumes = []corev1.Volume{work}
+		e.create(p)
+		e.until(name+" CreateContainerConfigError", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses
+			return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CreateContainerConfigError" &&
+				strings.Contains(cs[0].State.Waiting.Message, "must be a relative path without ..")
+		}, name)
 	}
 }

@@ -31,6 +31,7 @@ type worker struct {
 	backoffs  map[string]*crashBackoff
 	pulls     map[string]*imagePull // by image, while it is not there
 	written   map[string]string     // volume file-set hashes
+	messages  map[string]string     // termination messages by container instance (ID)
 	volumesAt time.Time
 	last      *corev1.PodStatus // the status last written
 	lastRV    string            // the resourceVersion of that write
@@ -43,7 +44,8 @@ type worker struct {
 }
 
 func newWorker(p *Pods, uid types.UID) *worker {
-	w := &worker{p: p, uid: uid, wake: make(chan struct{}, 1), backoffs: map[string]*crashBackoff{}, pulls: map[string]*imagePull{}, written: map[string]string{}}
+	w := &worker{p: p, uid: uid, wake: make(chan struct{}, 1), backoffs: map[string]*crashBackoff{}, pulls: map[string]*imagePull{}, written: map[string]string{},
+		messages: map[string]string{}}
 	w.probes = newProbes(w)
 	return w
 }
@@ -115,7 +117,7 @@ func (w *worker) sync(ctx context.Context) bool {
 		w.stopAll(ctx, pod, 0)
 		return false
 	}
-	first, ok, err := w.read(ctx)
+	first, ok, err := w.read(ctx, pod)
 	if err != nil {
 		// The runtime did not answer (containerd died or is stuck). What the worker would see is no sandbox and no
 		// containers: the status computed from that — containers waiting without IDs, the pod Pending — would be
@@ -171,7 +173,7 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) bool {
 		grace = *pod.DeletionGracePeriodSeconds
 	}
 	w.stopAll(ctx, pod, grace)
-	ob, ok, err := w.read(ctx)
+	ob, ok, err := w.read(ctx, pod)
 	if err != nil {
 		// The runtime did not answer, so whether the containers have stopped is unknown: the API object stays
 		// (Terminating) until it answers again, as upstream's, since a replacement of the same name (a
@@ -347,13 +349,13 @@ func (w *worker) observe(ctx context.Context, pod *corev1.Pod) (observed, bool) 
 		w.synced = nil
 		return r.ob, r.ok
 	}
-	ob, ok, _ := w.read(ctx)
+	ob, ok, _ := w.read(ctx, pod)
 	return ob, ok
 }
 
 // read reads the pod's sandbox and containers: ok is false when the pod has no ready sandbox; err is the
 // runtime's when its sandboxes or containers could not be listed, and then what was read says nothing.
-func (w *worker) read(ctx context.Context) (ob observed, ok bool, err error) {
+func (w *worker) read(ctx context.Context, pod *corev1.Pod) (ob observed, ok bool, err error) {
 	ob = observed{waiting: map[string][2]string{}, ready: w.probes.readiness(), started: w.probes.startup(), initDone: true}
 	sb, err := w.listReadySandbox(ctx)
 	if sb == nil {
@@ -364,6 +366,7 @@ func (w *worker) read(ctx context.Context) (ob observed, ok bool, err error) {
 		return ob, false, err
 	}
 	ob.containers, ob.sandboxReady = cs, true
+	w.terminationMessages(ctx, pod, ob)
 	if st, err := w.p.cfg.Runtime.PodSandboxStatus(ctx, sb.Id, false); err == nil && st.Status.GetNetwork() != nil {
 		ob.podIP = st.Status.Network.Ip
 	}

@@ -6,10 +6,13 @@
 //
 // What each image holds, beside upstream's:
 //
-//   - busybox: Debian's busybox-static with every applet linked in /bin (upstream: the busybox image, glibc build).
+//   - busybox: Debian's busybox-static with every applet linked in /bin but sh, which is Debian's bash (upstream:
+//     the busybox image, glibc build). Debian's busybox is 1.35, whose ash drops environment variables whose names
+//     are not shell names (data-1, 1-data-1), which upstream's 1.37 passes on and the suite's env tests read back
+//     through `sh -c env`.
 //   - agnhost (and its previous version's tag): the agnhost program built from k8s.io/kubernetes at the suite's
 //     version, on the busybox tree with the tools its Dockerfile installs from Alpine, here from Debian: dig, curl,
-//     nc (netcat-openbsd), socat, bash, ip and ss (iproute2); its user and group, /uploads, porter's certificate.
+//     nc (netcat-openbsd), socat, ip and ss (iproute2); its user and group, /uploads, porter's certificate.
 //     Missing: coredns and iperf (not packaged here) and the fake registry's content under /var/registry.
 //   - glibc-dns-testing: the busybox tree with Debian's dig, bash and getent (upstream: debian:bookworm-slim with
 //     dnsutils and coredns).
@@ -82,7 +85,6 @@ var tools = []struct{ name, dst string }{
 	{"curl", "/usr/bin/curl"},
 	{"nc", "/usr/bin/nc"},
 	{"socat", "/usr/bin/socat"},
-	{"bash", "/usr/bin/bash"},
 	{"ip", "/usr/sbin/ip"},
 	{"ss", "/usr/bin/ss"},
 	{"getent", "/usr/bin/getent"},
@@ -119,7 +121,6 @@ func Build(ctx context.Context, opts Options) ([]Image, error) {
 			return nil, err
 		}
 	}
-	toolsTree.symlink("/bin/bash", "/usr/bin/bash")
 	toolsTree.file("/etc/nsswitch.conf", 0o644, []byte("passwd: files\ngroup: files\nhosts: files dns\n"))
 	toolsLayer, err := toolsTree.layer()
 	if err != nil {
@@ -289,6 +290,18 @@ func busyboxTree(ctx context.Context) (tree, error) {
 			t.symlink("/bin/"+applet, "busybox")
 		}
 	}
+	bash, err := exec.LookPath("bash")
+	if err == nil {
+		bash, err = filepath.EvalSymlinks(bash)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("images: bash is not installed (Debian package bash): %w", err)
+	}
+	if err := t.addProgram(ctx, "/usr/bin/bash", bash); err != nil {
+		return nil, err
+	}
+	t.symlink("/bin/bash", "/usr/bin/bash")
+	t.symlink("/bin/sh", "/usr/bin/bash")
 	t.file("/etc/passwd", 0o644, []byte(passwd))
 	t.file("/etc/group", 0o644, []byte(group))
 	t.dir("/tmp", 0o1777)

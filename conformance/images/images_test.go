@@ -63,6 +63,8 @@ func TestBuild(t *testing.T) {
 		{ref: "e2e-test-images/busybox:1.37.0-2", cmd: []string{"sh"}, runs: [][]string{
 			{"/bin/sh", "-c", "echo hello from $(id -un) | tr a-z A-Z", "HELLO FROM ROOT"},
 			{"/bin/sh", "-c", "ls /bin/wget /bin/nslookup /bin/sleep && echo found", "found"},
+			// The shell passes on variables whose names are not shell names, as busybox 1.37's ash does.
+			{"/bin/env", "data-1=value-1", "/bin/sh", "-c", "env", "data-1=value-1"},
 		}},
 		{ref: "e2e-test-images/agnhost:2.66.1", entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}, runs: [][]string{
 			{"/agnhost", "echo", "agnhost-ran", "agnhost-ran"},
