@@ -607,7 +607,7 @@ func (s *Scheduler) failWithNomination(ctx context.Context, c *clusterCache, qp 
 	}
 	next := pod.DeepCopy()
 	setPodCondition(next, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason,
-		Message: msg, LastTransitionTime: metav1.NewTime(s.d.Clock.Now())})
+		Message: msg, LastTransitionTime: metav1.NewTime(s.d.Clock.Now()), ObservedGeneration: pod.Generation})
 	if nominated != "" {
 		next.Status.NominatedNodeName = nominated
 	}

@@ -21,6 +21,17 @@ import (
 type objects struct {
 	cs       kubernetes.Interface
 	services corelisters.ServiceLister
+	node     string // this node's name
+}
+
+// allocatable is the node's allocatable resources as the API has them from this agent: the downward API's
+// limits of a container without limits default to them, as kubelet's.
+func (o objects) allocatable(ctx context.Context) (corev1.ResourceList, error) {
+	n, err := o.cs.CoreV1().Nodes().Get(ctx, o.node, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read node %s for its allocatable resources: %w", o.node, err)
+	}
+	return n.Status.Allocatable, nil
 }
 
 func (o objects) configMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
@@ -136,7 +147,7 @@ func envValueFrom(ctx context.Context, o objects, pod *corev1.Pod, c *corev1.Con
 		v, err := podField(pod, from.FieldRef.FieldPath, podIP, hostIP)
 		return v, err == nil, err
 	case from.ResourceFieldRef != nil:
-		v, err := resourceField(pod, c, from.ResourceFieldRef)
+		v, err := resourceField(pod, c, from.ResourceFieldRef, func() (corev1.ResourceList, error) { return o.allocatable(ctx) })
 		return v, err == nil, err
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
@@ -215,7 +226,8 @@ func formatMap(m map[string]string) string {
 
 // resourceField is the downward API's value of a container resource. An unset limit falls back to the request,
 // then 0 (upstream falls back to the node's allocatable, which a pod's own view should not depend on here).
-func resourceField(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+// A limit the container does not set is the node's allocatable amount (allocatable is called only then).
+func resourceField(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable func() (corev1.ResourceList, error)) (string, error) {
 	target := c
 	if ref.ContainerName != "" {
 		target = nil
@@ -238,7 +250,11 @@ func resourceField(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFie
 	}
 	q, ok := list[corev1.ResourceName(name)]
 	if !ok && kind == "limits" {
-		q = target.Resources.Requests[corev1.ResourceName(name)]
+		alloc, err := allocatable()
+		if err != nil {
+			return "", err
+		}
+		q = alloc[corev1.ResourceName(name)]
 	}
 	divisor := ref.Divisor
 	if divisor.IsZero() {

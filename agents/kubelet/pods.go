@@ -125,7 +125,7 @@ func NewPods(cs kubernetes.Interface, cfg PodsConfig) (*Pods, error) {
 		return nil, errors.New("kubelet: the pod manager needs a node name, a runtime, a data dir and the node's IP")
 	}
 	cfg = cfg.withDefaults()
-	o := objects{cs: cs, services: cfg.Services}
+	o := objects{cs: cs, services: cfg.Services, node: cfg.NodeName}
 	p := &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods"), tokens: newTokenCache(cfg.Clock.Now)},
 		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{},
 		starts: newStartGate(cfg.MaxParallelStarts, cfg.startHold)}

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -465,5 +466,75 @@ func TestStatusFromAStaleInformer(t *testing.T) {
 	w.sync(t.Context())
 	if again := e.pod("s"); again.ResourceVersion != first.ResourceVersion {
 		t.Fatalf("a sync from the current copy wrote the status again: %+v", again.Status)
+	}
+}
+
+// TestStatusObservedGeneration: the kubelet reports the generation of the spec its status comes from, in
+// status.observedGeneration and in the conditions it owns, and follows a change of the spec.
+func TestStatusObservedGeneration(t *testing.T) {
+	e := newPodEnv(t)
+	e.create(simple("gen", corev1.RestartPolicyAlways))
+	observed := func(gen int64) func(p *corev1.Pod) bool {
+		return func(p *corev1.Pod) bool {
+			if p.Generation != gen || p.Status.ObservedGeneration != gen || p.Status.Phase != corev1.PodRunning {
+				return false
+			}
+			for _, c := range p.Status.Conditions {
+				if slices.Contains(ownConditions, c.Type) && c.ObservedGeneration != gen {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	e.until("observedGeneration 1", observed(1), "gen")
+	if _, err := e.admin.CoreV1().Pods("default").Patch(t.Context(), "gen", types.MergePatchType,
+		[]byte(`{"spec":{"activeDeadlineSeconds":3600}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.until("observedGeneration 2", observed(2), "gen")
+}
+
+// TestDownwardResources: resourceFieldRef gives a container's requests and limits divided by the divisor and
+// rounded up; a limit the container does not set is the node's allocatable amount, as kubelet's (in env and in a
+// downwardAPI volume alike).
+func TestDownwardResources(t *testing.T) {
+	e := newPodEnv(t)
+	ref := func(res, divisor string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: res, Divisor: resource.MustParse(divisor)}}
+	}
+	c := corev1.Container{Name: "app", Image: "busybox", Command: []string{"sleep", "1d"},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},
+		Env: []corev1.EnvVar{
+			{Name: "CPU_REQUEST", ValueFrom: ref("requests.cpu", "1m")},
+			{Name: "CPU_LIMIT", ValueFrom: ref("limits.cpu", "1")},
+			{Name: "MEMORY_LIMIT", ValueFrom: ref("limits.memory", "1Mi")},
+			{Name: "EPHEMERAL_LIMIT", ValueFrom: ref("limits.ephemeral-storage", "1Gi")},
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "info", MountPath: "/info"}}}
+	pod := simple("res", corev1.RestartPolicyAlways, c)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+		Items: []corev1.DownwardAPIVolumeFile{{Path: "cpu_limit", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "app",
+			Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}}}}}}
+	e.create(pod)
+	apitest.Eventually(t, "res running", func() bool { return e.running("app") != "" })
+	cfg := e.rt.config("app")
+	env := map[string]string{}
+	for _, kv := range cfg.Envs {
+		env[kv.Key] = string(kv.Value)
+	}
+	// The fake host: 4 CPUs, 8 GiB, 100 GiB of disk.
+	for k, v := range map[string]string{"CPU_REQUEST": "250", "CPU_LIMIT": "4", "MEMORY_LIMIT": "64", "EPHEMERAL_LIMIT": "100"} {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	for _, m := range cfg.Mounts {
+		if m.ContainerPath == "/info" {
+			if b, err := os.ReadFile(filepath.Join(m.HostPath, "cpu_limit")); err != nil || string(b) != "4000" {
+				t.Errorf("downwardAPI volume cpu_limit: %q %v, want 4000", b, err)
+			}
+		}
 	}
 }

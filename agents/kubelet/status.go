@@ -50,6 +50,8 @@ func podStatus(pod *corev1.Pod, ob observed, runtimeName, hostIP string, now tim
 	st.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, pod.Status.InitContainerStatuses, ob, runtimeName, created, true)
 	st.ContainerStatuses = containerStatuses(pod.Spec.Containers, pod.Status.ContainerStatuses, ob, runtimeName, created, false)
 	st.Phase = podPhase(pod, st, ob)
+	// The generation of the spec this status was computed from, for clients waiting for a change to take effect.
+	st.ObservedGeneration = pod.Generation
 	setConditions(pod, &st, ob, now)
 	return st
 }
@@ -193,7 +195,8 @@ func podPhase(pod *corev1.Pod, st corev1.PodStatus, ob observed) corev1.PodPhase
 // scheduler's), moving lastTransitionTime only on a change of status.
 func setConditions(pod *corev1.Pod, st *corev1.PodStatus, ob observed, now time.Time) {
 	set := func(t corev1.PodConditionType, ok bool, reason, msg string) {
-		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: apiTime(now)}
+		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: apiTime(now),
+			ObservedGeneration: pod.Generation}
 		if ok {
 			c.Status, c.Reason, c.Message = corev1.ConditionTrue, "", ""
 		}

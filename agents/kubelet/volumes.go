@@ -176,7 +176,7 @@ func (v volumes) setUpOne(ctx context.Context, pod *corev1.Pod, vol *corev1.Volu
 	case vol.Secret != nil:
 		files, err = v.secretFiles(ctx, pod.Namespace, vol.Secret.SecretName, vol.Secret.Items, vol.Secret.Optional, vol.Secret.DefaultMode)
 	case vol.DownwardAPI != nil:
-		files, err = downwardFiles(pod, vol.DownwardAPI.Items, vol.DownwardAPI.DefaultMode, podIP, hostIP)
+		files, err = v.downwardFiles(ctx, pod, vol.DownwardAPI.Items, vol.DownwardAPI.DefaultMode, podIP, hostIP)
 	case vol.Projected != nil:
 		files, err = v.projectedFiles(ctx, pod, vol.Projected, podIP, hostIP)
 	default:
@@ -286,7 +286,7 @@ func (v volumes) secretFiles(ctx context.Context, ns, name string, items []corev
 	return keyFiles(s.Data, items, defMode, "secret "+name, optional(opt))
 }
 
-func downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defMode *int32, podIP, hostIP string) (map[string]file, error) {
+func (v volumes) downwardFiles(ctx context.Context, pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defMode *int32, podIP, hostIP string) (map[string]file, error) {
 	out := map[string]file{}
 	for _, it := range items {
 		var val string
@@ -295,7 +295,7 @@ func downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defMod
 		case it.FieldRef != nil:
 			val, err = podField(pod, it.FieldRef.FieldPath, podIP, hostIP)
 		case it.ResourceFieldRef != nil:
-			val, err = resourceField(pod, nil, it.ResourceFieldRef)
+			val, err = resourceField(pod, nil, it.ResourceFieldRef, func() (corev1.ResourceList, error) { return v.o.allocatable(ctx) })
 		}
 		if err != nil {
 			return nil, err
@@ -318,7 +318,7 @@ func (v volumes) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.
 		case src.Secret != nil:
 			part, err = v.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional, p.DefaultMode)
 		case src.DownwardAPI != nil:
-			part, err = downwardFiles(pod, src.DownwardAPI.Items, p.DefaultMode, podIP, hostIP)
+			part, err = v.downwardFiles(ctx, pod, src.DownwardAPI.Items, p.DefaultMode, podIP, hostIP)
 		case src.ServiceAccountToken != nil:
 			part, err = v.tokenFile(ctx, pod, src.ServiceAccountToken, p.DefaultMode)
 		}

@@ -121,6 +121,7 @@ func (rq *request) deleteStored(old runtime.Object, so store.Object, opts metav1
 	if grace, graceful := podGrace(obj, opts); graceful && (om.GetDeletionTimestamp() == nil ||
 		*om.GetDeletionGracePeriodSeconds() > grace) {
 		deadline := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+		bumpGenerationOnDeletion(om)
 		om.SetDeletionTimestamp(&deadline)
 		om.SetDeletionGracePeriodSeconds(&grace)
 		addPropagationFinalizer(om, opts)
@@ -144,12 +145,21 @@ func (rq *request) deleteStored(old runtime.Object, so store.Object, opts metav1
 	if len(om.GetFinalizers()) > 0 {
 		if om.GetDeletionTimestamp() == nil {
 			zero := int64(0)
+			bumpGenerationOnDeletion(om)
 			om.SetDeletionTimestamp(&now)
 			om.SetDeletionGracePeriodSeconds(&zero)
 		}
 		return rq.storeUpdate(obj, old, so.Revision, dry)
 	}
 	return rq.finishDelete(old, so.Revision, dry)
+}
+
+// bumpGenerationOnDeletion increments the generation of an object (one that has one) whose deletion begins: its
+// controllers are to stop acting on it, a change they observe as any other, as upstream's.
+func bumpGenerationOnDeletion(m metav1.Object) {
+	if m.GetDeletionTimestamp() == nil && m.GetGeneration() > 0 {
+		m.SetGeneration(m.GetGeneration() + 1)
+	}
 }
 
 // podGrace returns the grace period of a pod deletion and whether it is graceful: only pods bound to a node

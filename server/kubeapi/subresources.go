@@ -179,7 +179,7 @@ func (rq *request) rawUpdateLoop(mutate func(old runtime.Object) (runtime.Object
 // setPodScheduled sets the pod's PodScheduled condition to True.
 func setPodScheduled(pod *corev1.Pod, now time.Time) {
 	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
-		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))}
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)), ObservedGeneration: pod.Generation}
 	for i, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
 			pod.Status.Conditions[i] = cond
