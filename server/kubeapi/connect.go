@@ -72,6 +72,9 @@ func (rq *request) serveConnect() error {
 		}
 		req.Path = "/" + strings.TrimPrefix(rest, "/")
 	}
+	if ri.subresource == "log" && isWebSocketUpgrade(rq.r) {
+		return rq.serveLogWebSocket(req)
+	}
 	return rq.api.cfg.Connector.Connect(rq.w, rq.r, req)
 }
 
