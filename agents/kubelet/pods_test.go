@@ -538,3 +538,25 @@ func TestDownwardResources(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveDeadline: a pod active on the node longer than its activeDeadlineSeconds (which may be set or
+// shortened while it runs) is stopped and fails with reason DeadlineExceeded.
+func TestActiveDeadline(t *testing.T) {
+	e := newPodEnv(t)
+	e.create(simple("deadline", corev1.RestartPolicyAlways))
+	e.until("running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }, "deadline")
+	id := e.running("app")
+	if _, err := e.admin.CoreV1().Pods("default").Patch(t.Context(), "deadline", types.MergePatchType,
+		[]byte(`{"spec":{"activeDeadlineSeconds":5}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Step(6 * time.Second)
+	p := e.until("failed by its deadline", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed }, "deadline")
+	if p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	st, err := e.rt.ContainerStatus(t.Context(), id, false)
+	if err != nil || st.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("the container was not stopped: %v %v", st, err)
+	}
+}

@@ -117,6 +117,20 @@ func (w *worker) sync(ctx context.Context) bool {
 		w.stopAll(ctx, pod, 0)
 		return false
 	}
+	if w.deadlineExceeded(pod) {
+		// activeDeadlineSeconds ran out: stop everything and fail the pod, as upstream's kubelet does.
+		w.stopAll(ctx, pod, gracePeriod(pod))
+		ob, _, err := w.read(ctx, pod)
+		if err != nil {
+			w.p.runtimeUnreachable(err)
+			return false
+		}
+		st := w.status(pod, ob)
+		st.Phase, st.Reason, st.Message = corev1.PodFailed, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+		w.writeStatus(ctx, pod, st)
+		w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+		return false
+	}
 	first, ok, err := w.read(ctx, pod)
 	if err != nil {
 		// The runtime did not answer (containerd died or is stuck). What the worker would see is no sandbox and no
@@ -150,6 +164,21 @@ func (w *worker) sync(ctx context.Context) bool {
 		w.stopAll(ctx, pod, 0) // sidecars and anything left
 	}
 	return false
+}
+
+// deadlineExceeded reports whether the pod has been active on the node longer than its activeDeadlineSeconds.
+func (w *worker) deadlineExceeded(pod *corev1.Pod) bool {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return false
+	}
+	start := pod.Status.StartTime
+	if w.last != nil && w.last.StartTime != nil {
+		start = w.last.StartTime
+	}
+	if start == nil {
+		return false
+	}
+	return !w.p.cfg.Clock.Now().Before(start.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second))
 }
 
 func terminal(phase corev1.PodPhase) bool {
