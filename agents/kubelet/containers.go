@@ -157,9 +157,11 @@ func sandboxConfig(pod *corev1.Pod, attempt uint32, logDir string) *runtimeapi.P
 	if pod.Spec.HostNetwork {
 		netMode = runtimeapi.NamespaceMode_NODE
 	}
-	hostname := pod.Name
-	if pod.Spec.Hostname != "" {
-		hostname = pod.Spec.Hostname
+	// A pod on the host network keeps the node's hostname: the runtime shares the node's UTS namespace, where a
+	// hostname cannot be set (runc refuses), as upstream's kubelet leaves it unset.
+	hostname := ""
+	if !pod.Spec.HostNetwork {
+		hostname = podHostname(pod)
 	}
 	var ports []*runtimeapi.PortMapping
 	for _, c := range pod.Spec.Containers {

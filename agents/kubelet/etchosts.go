@@ -73,13 +73,7 @@ func hostsFileContent(pod *corev1.Pod, podIP, domain string) ([]byte, error) {
 		b.WriteString("fe00::0\tip6-mcastprefix\n")
 		b.WriteString("fe00::1\tip6-allnodes\n")
 		b.WriteString("fe00::2\tip6-allrouters\n")
-		hostname := pod.Name
-		if pod.Spec.Hostname != "" {
-			hostname = pod.Spec.Hostname
-		}
-		if len(hostname) > 63 {
-			hostname = strings.TrimRight(hostname[:63], "-.") // the kernel's limit, as kubelet truncates it
-		}
+		hostname := podHostname(pod)
 		if pod.Spec.Subdomain != "" {
 			fmt.Fprintf(&b, "%s\t%s.%s.%s.svc.%s\t%s\n", podIP, hostname, pod.Spec.Subdomain, pod.Namespace, strings.TrimSuffix(domain, "."), hostname)
 		} else {
@@ -93,4 +87,17 @@ func hostsFileContent(pod *corev1.Pod, podIP, domain string) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// podHostname is the pod's hostname: spec.hostname, else its name cut to the kernel's 63 characters (without a
+// trailing "-" or "."), as kubelet's.
+func podHostname(pod *corev1.Pod) string {
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		hostname = pod.Spec.Hostname
+	}
+	if len(hostname) > 63 {
+		hostname = strings.TrimRight(hostname[:63], "-.")
+	}
+	return hostname
 }

@@ -70,3 +70,23 @@ func TestHostsFile(t *testing.T) {
 		t.Errorf("a pod without an IP got %+v, %v", m, err)
 	}
 }
+
+// TestSandboxHostname: a pod's sandbox is named after spec.hostname or the pod (cut to 63 characters); a pod on
+// the host network asks for no hostname, since its runtime cannot set one in the node's UTS namespace (runc
+// refuses the sandbox otherwise).
+func TestSandboxHostname(t *testing.T) {
+	long := strings.Repeat("a", 62) + "-bcd"
+	for _, tt := range []struct {
+		pod  corev1.Pod
+		want string
+	}{
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, "web"},
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0"}, Spec: corev1.PodSpec{Hostname: "db-0"}}, "db-0"},
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: long}}, strings.Repeat("a", 62)},
+		{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "host"}, Spec: corev1.PodSpec{HostNetwork: true}}, ""},
+	} {
+		if got := sandboxConfig(&tt.pod, 0, t.TempDir()).Hostname; got != tt.want {
+			t.Errorf("pod %s (hostNetwork %v): hostname %q, want %q", tt.pod.Name, tt.pod.Spec.HostNetwork, got, tt.want)
+		}
+	}
+}
