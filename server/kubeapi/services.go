@@ -7,6 +7,8 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,11 +85,65 @@ func (a *API) allocateService(ctx context.Context, cluster Cluster, svc, old *co
 	return took, nil
 }
 
+// dropTypeDependentFields clears, on an update that changes a Service's type, the fields the old type needed and
+// the new one does not — when the client left them as they were, as upstream does — so that `kubectl patch` of
+// the type alone is valid: cluster IPs and IP families for ExternalName, node ports for a type without them, the
+// health check node port and the load balancer fields for a type that is no load balancer.
+func dropTypeDependentFields(svc, old *corev1.Service) {
+	s, o := &svc.Spec, &old.Spec
+	if s.Type == o.Type {
+		return
+	}
+	if s.Type == corev1.ServiceTypeExternalName && o.Type != corev1.ServiceTypeExternalName {
+		if s.ClusterIP == o.ClusterIP && slices.Equal(s.ClusterIPs, o.ClusterIPs) {
+			s.ClusterIP, s.ClusterIPs = "", nil
+		}
+		if slices.Equal(s.IPFamilies, o.IPFamilies) {
+			s.IPFamilies = nil
+		}
+		if reflect.DeepEqual(s.IPFamilyPolicy, o.IPFamilyPolicy) {
+			s.IPFamilyPolicy = nil
+		}
+		if reflect.DeepEqual(s.InternalTrafficPolicy, o.InternalTrafficPolicy) {
+			s.InternalTrafficPolicy = nil
+		}
+	}
+	nodePorts := func(t corev1.ServiceType) bool {
+		return t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer
+	}
+	if nodePorts(o.Type) && !nodePorts(s.Type) {
+		held := map[string]int32{}
+		for _, p := range o.Ports {
+			held[string(p.Protocol)+"/"+strconv.Itoa(int(p.Port))] = p.NodePort
+		}
+		for i := range s.Ports {
+			p := &s.Ports[i]
+			if p.NodePort != 0 && held[string(p.Protocol)+"/"+strconv.Itoa(int(p.Port))] == p.NodePort {
+				p.NodePort = 0
+			}
+		}
+	}
+	if o.Type == corev1.ServiceTypeLoadBalancer && s.Type != corev1.ServiceTypeLoadBalancer {
+		if s.HealthCheckNodePort == o.HealthCheckNodePort {
+			s.HealthCheckNodePort = 0
+		}
+		if reflect.DeepEqual(s.AllocateLoadBalancerNodePorts, o.AllocateLoadBalancerNodePorts) {
+			s.AllocateLoadBalancerNodePorts = nil
+		}
+		if reflect.DeepEqual(s.LoadBalancerClass, o.LoadBalancerClass) {
+			s.LoadBalancerClass = nil
+		}
+	}
+}
+
 // keepAddresses carries the stored cluster IPs and node ports into an update that left them out, as upstream
 // does, so `kubectl replace` of a manifest without them works.
 func keepAddresses(svc, old *corev1.Service) {
 	if svc.Spec.ClusterIP == "" && svc.Spec.Type != corev1.ServiceTypeExternalName {
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return // no node ports to keep
 	}
 	byPort := map[string]int32{}
 	for _, p := range old.Spec.Ports {

@@ -97,3 +97,55 @@ func TestServiceAddressErrorsAndRelease(t *testing.T) {
 		t.Fatalf("addresses were not released by the delete: %v", err)
 	}
 }
+
+// TestServiceTypeChanges: changing a Service's type alone (the rest as read back) is valid, as upstream's: to
+// ExternalName drops the cluster IPs and families, to a type without node ports drops them, and what was dropped
+// is released for other Services; from ExternalName the Service gets a cluster IP again.
+func TestServiceTypeChanges(t *testing.T) {
+	env := newTestEnv(t)
+	ctx := t.Context()
+	svcs := env.client(t, "c1").CoreV1().Services("default")
+	change := func(name string, typ corev1.ServiceType) *corev1.Service {
+		t.Helper()
+		s, err := svcs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.Type = typ
+		if typ == corev1.ServiceTypeExternalName {
+			s.Spec.ExternalName = "example.com"
+		} else {
+			s.Spec.ExternalName = ""
+		}
+		out, err := svcs.Update(ctx, s, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("%s to %s: %v", name, typ, err)
+		}
+		return out
+	}
+	np := newService("np", corev1.ServiceTypeNodePort)
+	np.Spec.ClusterIP, np.Spec.Ports[0].NodePort = "10.96.7.7", 31007
+	if _, err := svcs.Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := change("np", corev1.ServiceTypeClusterIP); s.Spec.ClusterIP != "10.96.7.7" || s.Spec.Ports[0].NodePort != 0 {
+		t.Errorf("NodePort to ClusterIP: clusterIP %q nodePort %d, want the IP kept and no node port", s.Spec.ClusterIP, s.Spec.Ports[0].NodePort)
+	}
+	s := change("np", corev1.ServiceTypeExternalName)
+	if s.Spec.ClusterIP != "" || len(s.Spec.ClusterIPs) != 0 || len(s.Spec.IPFamilies) != 0 || s.Spec.IPFamilyPolicy != nil {
+		t.Errorf("ClusterIP to ExternalName kept %q %v %v %v", s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.IPFamilies, s.Spec.IPFamilyPolicy)
+	}
+	// The dropped addresses are free again.
+	other := newService("other", corev1.ServiceTypeNodePort)
+	other.Spec.ClusterIP, other.Spec.Ports[0].NodePort = "10.96.7.7", 31007
+	if _, err := svcs.Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the dropped addresses were not released: %v", err)
+	}
+	if s := change("np", corev1.ServiceTypeClusterIP); s.Spec.ClusterIP == "" || s.Spec.ClusterIP == "10.96.7.7" {
+		t.Errorf("ExternalName to ClusterIP: clusterIP %q, want a new one", s.Spec.ClusterIP)
+	}
+	// A NodePort Service straight to ExternalName.
+	if s := change("other", corev1.ServiceTypeExternalName); s.Spec.ClusterIP != "" || s.Spec.Ports[0].NodePort != 0 {
+		t.Errorf("NodePort to ExternalName: clusterIP %q nodePort %d", s.Spec.ClusterIP, s.Spec.Ports[0].NodePort)
+	}
+}

@@ -315,6 +315,9 @@ func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Obj
 	}
 	sub := rq.info.subresource
 	prepareUpdate(rq.res, obj, old, sub)
+	if svc, ok := obj.(*corev1.Service); ok && sub == "" {
+		dropTypeDependentFields(svc, old.(*corev1.Service))
+	}
 	if rq.res.Default != nil {
 		rq.res.Default(obj)
 	}
