@@ -83,7 +83,7 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container) *runtimeapi.
 	if sc.ProcMount == nil || *sc.ProcMount != corev1.UnmaskedProcMount {
 		out.MaskedPaths, out.ReadonlyPaths = defaultMaskedPaths(), defaultReadonlyPaths
 	}
-	out.Apparmor, out.ApparmorProfile = appArmorProfile(pod, c)
+	out.Apparmor = appArmorProfile(pod, c)
 	return out
 }
 
@@ -211,8 +211,9 @@ func seccompProfile(pod *corev1.Pod, c *corev1.Container) *runtimeapi.SecurityPr
 }
 
 // appArmorProfile is the container's AppArmor profile, else the deprecated annotation's for it, else the pod's
-// (nil: none asked for, the runtime decides), with its deprecated string form.
-func appArmorProfile(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.SecurityProfile, string) {
+// (nil: none asked for, the runtime decides). Only the profile is sent, not its deprecated string form: the
+// runtimes the agent drives (containerd 1.6 on) read the profile.
+func appArmorProfile(pod *corev1.Pod, c *corev1.Container) *runtimeapi.SecurityProfile {
 	var p *corev1.AppArmorProfile
 	switch v, ok := pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; {
 	case c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil:
@@ -229,18 +230,17 @@ func appArmorProfile(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.Security
 	}
 	switch {
 	case p == nil:
-		return nil, ""
+		return nil
 	case p.Type == corev1.AppArmorProfileTypeRuntimeDefault:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, corev1.DeprecatedAppArmorBetaProfileRuntimeDefault
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
 	case p.Type == corev1.AppArmorProfileTypeUnconfined:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, corev1.DeprecatedAppArmorBetaProfileNameUnconfined
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
 	}
 	name := ""
 	if p.LocalhostProfile != nil {
 		name = *p.LocalhostProfile
 	}
-	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: name},
-		corev1.DeprecatedAppArmorBetaProfileNamePrefix + name
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: name}
 }
 
 // defaultReadonlyPaths are the paths a container with procMount Default sees read-only (moby's list, which

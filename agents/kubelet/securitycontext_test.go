@@ -49,15 +49,14 @@ func TestSecurityContextReachesTheRuntime(t *testing.T) {
 			ReadonlyRootfs: true, NoNewPrivs: true,
 			Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"NET_BIND_SERVICE"}, DropCapabilities: []string{"ALL"}},
 			Seccomp:      &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
-			Apparmor:     &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, ApparmorProfile: "runtime/default",
-			MaskedPaths: defaultMaskedPaths(), ReadonlyPaths: defaultReadonlyPaths,
+			Apparmor:     &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+			MaskedPaths:  defaultMaskedPaths(), ReadonlyPaths: defaultReadonlyPaths,
 		},
 		"priv": {
 			RunAsUser: &runtimeapi.Int64Value{Value: 0}, RunAsGroup: &runtimeapi.Int64Value{Value: 2001},
 			SupplementalGroups: groups, SupplementalGroupsPolicy: strict, NamespaceOptions: podNS, Privileged: true,
-			Seccomp:         &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
-			Apparmor:        &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-apparmor-example"},
-			ApparmorProfile: "localhost/k8s-apparmor-example",
+			Seccomp:  &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+			Apparmor: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-apparmor-example"},
 		},
 	}
 	for name, w := range want {
