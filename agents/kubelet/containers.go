@@ -145,7 +145,8 @@ func dnsPolicy(pod *corev1.Pod) corev1.DNSPolicy {
 	return pod.Spec.DNSPolicy
 }
 
-// sandboxConfig is the CRI sandbox of a pod, without its resolver.
+// sandboxConfig is the CRI sandbox of a pod, without its resolver: its namespaces, security context and sysctls
+// are securitycontext.go's.
 func sandboxConfig(pod *corev1.Pod, attempt uint32, logDir string) *runtimeapi.PodSandboxConfig {
 	labels := map[string]string{labelPodName: pod.Name, labelPodNamespace: pod.Namespace, labelPodUID: string(pod.UID)}
 	for k, v := range pod.Labels {
@@ -153,16 +154,13 @@ func sandboxConfig(pod *corev1.Pod, attempt uint32, logDir string) *runtimeapi.P
 			labels[k] = v
 		}
 	}
-	netMode := runtimeapi.NamespaceMode_POD
-	if pod.Spec.HostNetwork {
-		netMode = runtimeapi.NamespaceMode_NODE
-	}
 	// A pod on the host network keeps the node's hostname: the runtime shares the node's UTS namespace, where a
 	// hostname cannot be set (runc refuses), as upstream's kubelet leaves it unset.
 	hostname := ""
 	if !pod.Spec.HostNetwork {
 		hostname = podHostname(pod)
 	}
+	sc, sysctls := sandboxSecurityContext(pod)
 	var ports []*runtimeapi.PortMapping
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
@@ -174,12 +172,11 @@ func sandboxConfig(pod *corev1.Pod, attempt uint32, logDir string) *runtimeapi.P
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		Hostname: hostname, LogDirectory: filepath.Join(logDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
 		Labels: labels, Annotations: pod.Annotations, PortMappings: ports,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "pod" + string(pod.UID),
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode}}},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "pod" + string(pod.UID), SecurityContext: sc, Sysctls: sysctls},
 	}
 }
 
-// containerConfig is the CRI container of a pod container.
+// containerConfig is the CRI container of a pod container; its security context is securitycontext.go's.
 func containerConfig(pod *corev1.Pod, c *corev1.Container, attempt uint32, env []*runtimeapi.KeyValue, mounts []*runtimeapi.Mount) *runtimeapi.ContainerConfig {
 	res := &runtimeapi.LinuxContainerResources{CpuPeriod: 100_000, CpuShares: cpuShares(c)}
 	if cpu, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
@@ -187,12 +184,6 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, attempt uint32, env [
 	}
 	if mem, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 		res.MemoryLimitInBytes = mem.Value()
-	}
-	sec := &runtimeapi.LinuxContainerSecurityContext{}
-	if sc := c.SecurityContext; sc != nil && sc.RunAsUser != nil {
-		sec.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
-	} else if psc := pod.Spec.SecurityContext; psc != nil && psc.RunAsUser != nil {
-		sec.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
 	}
 	return &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
@@ -203,7 +194,7 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, attempt uint32, env [
 		Annotations: map[string]string{annotationTermination: c.TerminationMessagePath},
 		LogPath:     filepath.Join(c.Name, strconv.FormatUint(uint64(attempt), 10)+".log"),
 		Stdin:       c.Stdin, StdinOnce: c.StdinOnce, Tty: c.TTY,
-		Linux: &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: sec},
+		Linux: &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: containerSecurityContext(pod, c)},
 	}
 }
 

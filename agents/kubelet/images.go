@@ -252,8 +252,22 @@ func pullPolicy(c *corev1.Container) corev1.PullPolicy {
 }
 
 // ensureImage makes the container's image present and returns its reference; when it cannot, the container
-// waits (ok false). A runtime without images (process) records the image, which it cannot fail to have.
+// waits (ok false). A runtime without images (process) records the image, which it cannot fail to have. Then,
+// as kubelet's generateContainerConfig does once the image is there, the container's runAsNonRoot is checked
+// against its runAsUser (before any pull) and the user the image runs as (admitRunAsUser, admitImageUser): a
+// container that would run as root waits too.
 func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig, ob *observed) (ref string, ok bool) {
+	if !w.admitRunAsUser(pod, c, ob) {
+		return "", false
+	}
+	if ref, ok = w.presentImage(ctx, pod, c, sbConfig, ob); !ok || !w.admitImageUser(ctx, pod, c, ob) {
+		return "", false
+	}
+	return ref, true
+}
+
+// presentImage makes the container's image present (ensureImage's first half).
+func (w *worker) presentImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig, ob *observed) (ref string, ok bool) {
 	m := w.p.images
 	if m == nil {
 		return w.recordImage(ctx, pod, c, sbConfig, ob)

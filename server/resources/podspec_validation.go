@@ -1,7 +1,9 @@
 package resources
 
 import (
+	"fmt"
 	"math"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-helpers/node/util/sysctl"
 )
 
 // validatePodTemplateSpec checks a workload's pod template at p ("spec.template"): its labels, annotations and pod
@@ -147,19 +150,43 @@ func validatePodSecurity(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
 	for i, g := range sc.SupplementalGroups {
 		errs = append(errs, invalidEach(sp.Child("supplementalGroups").Index(i), g, validation.IsValidGroupID(g))...)
 	}
+	return append(errs, validateSysctls(spec, sp.Child("sysctls"))...)
+}
+
+// sysctlMaxLength and sysctlName are Kubernetes' rules for a sysctl name: dot- or slash-separated segments of
+// lower-case alphanumerics, '-' and '_' that start and end alphanumeric, 253 characters at most.
+const (
+	sysctlMaxLength = 253
+	sysctlSegment   = `[a-z0-9]([-_a-z0-9]*[a-z0-9])?`
+)
+
+var sysctlName = regexp.MustCompile(`^(` + sysctlSegment + `[\./])*` + sysctlSegment + `$`)
+
+// validateSysctls checks the pod's sysctls at p as Kubernetes does: each name is required, valid and unique,
+// and a sysctl of the network or IPC namespace is refused when the pod uses the node's (it would set the
+// node's).
+func validateSysctls(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	seen := map[string]bool{}
-	for i, s := range sc.Sysctls {
-		np := sp.Child("sysctls").Index(i).Child("name")
+	for i, s := range spec.SecurityContext.Sysctls {
+		np := p.Index(i).Child("name")
 		switch {
 		case s.Name == "":
 			errs = append(errs, field.Required(np, ""))
+		case len(s.Name) > sysctlMaxLength || !sysctlName.MatchString(s.Name):
+			errs = append(errs, field.Invalid(np, s.Name, fmt.Sprintf("must have at most %d characters and match regex %s",
+				sysctlMaxLength, sysctlName)))
 		case seen[s.Name]:
 			errs = append(errs, field.Duplicate(np, s.Name))
-		case strings.ContainsAny(s.Name, " =") || strings.HasPrefix(s.Name, ".") || strings.HasSuffix(s.Name, "."):
-			errs = append(errs, field.Invalid(np, s.Name, "must have at most 253 characters and match regex "+
-				`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`))
 		}
 		seen[s.Name] = true
+		ns, _, _ := sysctl.GetNamespace(s.Name)
+		switch {
+		case spec.HostNetwork && ns == sysctl.NetNamespace:
+			errs = append(errs, field.Invalid(np, s.Name, "may not be specified when 'hostNetwork' is true"))
+		case spec.HostIPC && ns == sysctl.IPCNamespace:
+			errs = append(errs, field.Invalid(np, s.Name, "may not be specified when 'hostIPC' is true"))
+		}
 	}
 	return errs
 }

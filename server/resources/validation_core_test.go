@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -385,6 +386,67 @@ func TestValidateNamespaceStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, errorSummary(r.ValidateStatus(tt.ns, tt.ns))); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestValidatePodSysctls: sysctl names are checked as Kubernetes checks them — required, the name pattern (with
+// dots or slashes), unique — and a network or IPC sysctl is refused in a pod using the node's namespace; the
+// conformance suite's invalid names ("foo-", "bar..") fail with upstream's message while "safe-and-unsafe" and
+// "kernel.shmmax" pass.
+func TestValidatePodSysctls(t *testing.T) {
+	const pattern = `must have at most 253 characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`
+	withSysctls := func(host func(*corev1.PodSpec), names ...string) *corev1.Pod {
+		return testPod(func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{}
+			for _, n := range names {
+				p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, corev1.Sysctl{Name: n, Value: "1"})
+			}
+			if host != nil {
+				host(&p.Spec)
+			}
+		})
+	}
+	hostNetwork := func(s *corev1.PodSpec) { s.HostNetwork = true }
+	hostIPC := func(s *corev1.PodSpec) { s.HostIPC = true }
+	long := strings.Repeat("a", 250) + ".bcd"
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want []string
+	}{
+		{"valid", withSysctls(nil, "kernel.shm_rmid_forced", "net/ipv4/ip_local_port_range", "net.ipv4.conf.eno2/100.rp_filter",
+			"safe-and-unsafe", "kernel.shmmax"), nil},
+		{"conformance's invalid names", withSysctls(nil, "foo-", "kernel.shmmax", "safe-and-unsafe", "bar.."), []string{
+			`spec.securityContext.sysctls[0].name: Invalid value: "foo-": ` + pattern,
+			`spec.securityContext.sysctls[3].name: Invalid value: "bar..": ` + pattern}},
+		{"other invalid names", withSysctls(nil, "", "Kernel.Foo", "a b", ".kernel", long), []string{
+			`spec.securityContext.sysctls[0].name: Required value`,
+			`spec.securityContext.sysctls[1].name: Invalid value: "Kernel.Foo": ` + pattern,
+			`spec.securityContext.sysctls[2].name: Invalid value: "a b": ` + pattern,
+			`spec.securityContext.sysctls[3].name: Invalid value: ".kernel": ` + pattern,
+			`spec.securityContext.sysctls[4].name: Invalid value: "` + long + `": ` + pattern}},
+		{"duplicate", withSysctls(nil, "kernel.shm_rmid_forced", "kernel.shm_rmid_forced"), []string{
+			`spec.securityContext.sysctls[1].name: Duplicate value: "kernel.shm_rmid_forced"`}},
+		{"host network", withSysctls(hostNetwork, "net.ipv4.tcp_syncookies", "net/ipv4/ping_group_range", "kernel.shm_rmid_forced"), []string{
+			`spec.securityContext.sysctls[0].name: Invalid value: "net.ipv4.tcp_syncookies": may not be specified when 'hostNetwork' is true`,
+			`spec.securityContext.sysctls[1].name: Invalid value: "net/ipv4/ping_group_range": may not be specified when 'hostNetwork' is true`}},
+		{"host IPC", withSysctls(hostIPC, "kernel.shm_rmid_forced", "kernel/msgmax", "fs.mqueue.msg_max", "net.ipv4.tcp_syncookies"), []string{
+			`spec.securityContext.sysctls[0].name: Invalid value: "kernel.shm_rmid_forced": may not be specified when 'hostIPC' is true`,
+			`spec.securityContext.sysctls[1].name: Invalid value: "kernel/msgmax": may not be specified when 'hostIPC' is true`,
+			`spec.securityContext.sysctls[2].name: Invalid value: "fs.mqueue.msg_max": may not be specified when 'hostIPC' is true`}},
+	}
+	r := coreResource(t, "pods")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r.Default(tc.pod)
+			var got []string
+			for _, e := range r.Validate(tc.pod) {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -82,12 +81,13 @@ func (r *Runtime) setUpContainer(rec *containerRecord, sb *sandboxRecord) error 
 }
 
 // helperSpec derives what the shim and init run from the CRI config.
-func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (*shim.Spec, error) {
+func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (_ *shim.Spec, err error) {
 	c := rec.config
 	spec := &shim.Spec{
 		Args:        append(append([]string{}, c.Command...), c.Args...),
 		Cwd:         c.WorkingDir,
 		NetNS:       sb.NetNS,
+		IPCNS:       sb.IPCNS,
 		CgroupProcs: r.cg.procsFiles(rec.Cgroup),
 		LogPath:     rec.LogPath,
 		LogMaxBytes: r.cfg.LogMaxBytes,
@@ -121,9 +121,14 @@ func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (*shim.Spe
 		// The sandbox's DNS configuration, as containerd mounts it (a container's own mount there wins).
 		spec.Mounts = append(spec.Mounts, shim.Mount{Source: sb.ResolvConf, Target: resolvConfPath})
 	}
-	u, err := userOf(c.GetLinux().GetSecurityContext())
-	spec.User = u
-	return spec, err
+	sc := c.GetLinux().GetSecurityContext()
+	if spec.User, err = userOf(sc); err != nil {
+		return nil, err
+	}
+	if spec.Security, err = securityOf(sc); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
 
 func propagation(p runtimeapi.MountPropagation) string {
@@ -134,34 +139,6 @@ func propagation(p runtimeapi.MountPropagation) string {
 		return "rshared"
 	}
 	return "private"
-}
-
-// userOf returns the user the container runs as (nil: the runtime's own,
-// root). Without RunAsGroup, the group is the user's primary group on the
-// host, or the UID.
-func userOf(sc *runtimeapi.LinuxContainerSecurityContext) (*shim.User, error) {
-	if sc.GetRunAsUser() == nil {
-		if sc.GetRunAsUsername() != "" {
-			return nil, runtime.InvalidArgumentError("runAsUsername is not supported, use a numeric runAsUser")
-		}
-		return nil, nil
-	}
-	uid := sc.GetRunAsUser().GetValue()
-	if uid < 0 || uid > 1<<32-2 {
-		return nil, runtime.InvalidArgumentError("runAsUser %d out of range", uid)
-	}
-	u := &shim.User{UID: uint32(uid), GID: uint32(uid)}
-	if g := sc.GetRunAsGroup(); g != nil {
-		u.GID = uint32(g.GetValue())
-	} else if pw, err := user.LookupId(strconv.FormatInt(uid, 10)); err == nil {
-		if gid, err := strconv.ParseUint(pw.Gid, 10, 32); err == nil {
-			u.GID = uint32(gid)
-		}
-	}
-	for _, g := range sc.GetSupplementalGroups() {
-		u.Groups = append(u.Groups, uint32(g))
-	}
-	return u, nil
 }
 
 // StartContainer starts the container's shim, which starts the process;

@@ -6,9 +6,13 @@
 //
 //   - A sandbox is a network namespace bind-mounted at StateDir/netns/<id>
 //     (none with hostNetwork, NamespaceOptions.Network == NODE), set up by the
-//     consumer's Network hook (nil: only lo, up), and a pod cgroup
-//     <CgroupRoot>/pod-<id> (cgroup v2, or the v1 memory, cpu and pids
-//     hierarchies when /sys/fs/cgroup is not cgroup2).
+//     consumer's Network hook (nil: only lo, up), an IPC namespace at
+//     StateDir/netns/<id>.ipc (none with NamespaceOptions.Ipc == NODE), its
+//     sysctls written in those namespaces (sysctl.go: net.*, kernel.shm*,
+//     kernel.msg*, kernel.sem, fs.mqueue.*; any other is refused), and a pod
+//     cgroup <CgroupRoot>/pod-<id> (cgroup v2, or the v1 memory, cpu and pids
+//     hierarchies when /sys/fs/cgroup is not cgroup2). Containers share the
+//     node's PID namespace whatever NamespaceOptions.Pid says.
 //   - A container is its Command+Args (resolved in the PATH of its env; the
 //     image is recorded, never pulled) run in the sandbox's network namespace
 //     and a mount namespace of its own (rslave of the host's) where its CRI
@@ -16,7 +20,13 @@
 //     there: there is no root filesystem), in the cgroup
 //     <CgroupRoot>/pod-<id>/<container id> with memory.max, cpu.max and
 //     cpu.weight (v1: limit_in_bytes, cfs_quota_us/cfs_period_us, shares),
-//     as RunAsUser/RunAsGroup/SupplementalGroups, in WorkingDir.
+//     in WorkingDir, confined by its security context as containerd confines
+//     one (security.go): its user, group and supplemental groups, capabilities
+//     (containerd's default set unless privileged), no_new_privs, masked and
+//     read-only paths, a read-only view of the node's filesystem for
+//     ReadonlyRootfs, and seccomp RuntimeDefault as the runtime's own filter
+//     (seccomp.go). What it cannot apply — Localhost seccomp profiles,
+//     AppArmor profiles, RunAsUsername — is refused with InvalidArgument.
 //   - Each container has a shim: the runtime's binary re-executed
 //     (/proc/self/exe, argv[0] "wheelhouse-runtime:shim") in a session of its
 //     own, so the agent may exit or be killed while containers run. The shim

@@ -70,6 +70,13 @@ func testProgram(name string, args []string) int {
 		}
 	case "agent":
 		return agentProgram(args)
+	case "addkey": // add a key to the process keyring: a call the default seccomp profile refuses
+		if _, err := unix.AddKey("user", "wheelhouse-test", []byte("x"), unix.KEY_SPEC_PROCESS_KEYRING); err != nil {
+			fmt.Println(err)
+			return 0
+		}
+		fmt.Println("added")
+		return 0
 	case "ifaces": // print the network interfaces, one a line
 		ifs, err := net.Interfaces()
 		if err != nil {

@@ -45,20 +45,32 @@ func onNewThread(fn func() error) error {
 // createNetns creates a network namespace, bind-mounts it at path (an empty
 // file is created) and brings its loopback up.
 func createNetns(path string) error {
+	return createNamespace(path, unix.CLONE_NEWNET, "net", loopbackUp)
+}
+
+// createIPCns creates an IPC namespace and bind-mounts it at path.
+func createIPCns(path string) error {
+	return createNamespace(path, unix.CLONE_NEWIPC, "ipc", func() error { return nil })
+}
+
+// createNamespace creates a namespace of type nstype (named name in
+// /proc/<pid>/task/<tid>/ns), bind-mounts it at path (an empty file is
+// created) and runs setUp in it.
+func createNamespace(path string, nstype int, name string, setUp func() error) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
 	if err != nil {
-		return fmt.Errorf("create netns file: %w", err)
+		return fmt.Errorf("create %s namespace file: %w", name, err)
 	}
 	f.Close()
 	err = onNewThread(func() error {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("unshare net: %w", err)
+		if err := unix.Unshare(nstype); err != nil {
+			return fmt.Errorf("unshare %s: %w", name, err)
 		}
-		src := "/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/ns/net"
+		src := "/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/ns/" + name
 		if err := unix.Mount(src, path, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind netns: %w", err)
+			return fmt.Errorf("bind %s namespace: %w", name, err)
 		}
-		return loopbackUp()
+		return setUp()
 	})
 	if err != nil {
 		_ = removeNetns(path)
@@ -87,8 +99,8 @@ func loopbackUp() error {
 	return nil
 }
 
-// removeNetns unmounts and deletes the namespace at path; a missing one is
-// not an error.
+// removeNetns unmounts and deletes the namespace (of any type) at path; a
+// missing one is not an error.
 func removeNetns(path string) error {
 	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unmount netns %s: %w", path, err)
@@ -102,17 +114,23 @@ func removeNetns(path string) error {
 // inNetns runs fn on a thread in the namespace at path ("" runs it in the
 // host's). Sockets fn opens stay in that namespace.
 func inNetns(path string, fn func() error) error {
+	return inNamespace(path, unix.CLONE_NEWNET, fn)
+}
+
+// inNamespace runs fn on a thread in the namespace of type nstype at path
+// ("" runs it in the host's).
+func inNamespace(path string, nstype int, fn func() error) error {
 	if path == "" {
 		return fn()
 	}
 	return onNewThread(func() error {
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("open netns: %w", err)
+			return fmt.Errorf("open namespace %s: %w", path, err)
 		}
 		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("setns: %w", err)
+		if err := unix.Setns(fd, nstype); err != nil {
+			return fmt.Errorf("setns %s: %w", path, err)
 		}
 		return fn()
 	})

@@ -104,6 +104,7 @@ func (r *Runtime) load() error {
 	for _, id := range sbOrphans {
 		r.log.Warn("removing half-created sandbox", "sandbox", id)
 		_ = removeNetns(r.path("netns", id))
+		_ = removeNetns(r.path("netns", id+".ipc"))
 		_ = r.cg.remove("pod-"+id, time.Second)
 		_ = os.RemoveAll(r.sandboxDir(id))
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime/process/shim"
 )
 
-// RunPodSandbox creates the sandbox's network namespace (unless it uses the
-// node's network), sets up its network, and creates its pod cgroup.
+// RunPodSandbox creates the sandbox's network and IPC namespaces (unless it
+// uses the node's), sets up its network, writes its sysctls (sysctl.go) and
+// creates its pod cgroup.
 func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
 	if config.GetMetadata() == nil {
 		return "", runtime.InvalidArgumentError("sandbox config has no metadata")
@@ -24,6 +25,10 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	cfgJSON, err := marshalProto(config)
 	if err != nil {
 		return "", runtime.InvalidArgumentError("sandbox config: %v", err)
+	}
+	sysctls, err := sandboxSysctls(config)
+	if err != nil {
+		return "", err
 	}
 	id := newID()
 	rec := &sandboxRecord{
@@ -34,7 +39,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	if rec.LogDir == "" {
 		rec.LogDir, rec.OwnLogDir = filepath.Join(r.cfg.LogDir, id), true
 	}
-	if err := r.setUpSandbox(ctx, rec); err != nil {
+	if err := r.setUpSandbox(ctx, rec, sysctls); err != nil {
 		_ = r.tearDownSandbox(ctx, rec)
 		_ = r.cg.remove(rec.Cgroup, time.Second)
 		_ = os.RemoveAll(r.sandboxDir(id))
@@ -47,8 +52,8 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	return id, nil
 }
 
-// setUpSandbox creates what rec describes and records it.
-func (r *Runtime) setUpSandbox(ctx context.Context, rec *sandboxRecord) error {
+// setUpSandbox creates what rec describes, with its sysctls, and records it.
+func (r *Runtime) setUpSandbox(ctx context.Context, rec *sandboxRecord, sysctls []sandboxSysctl) error {
 	if err := os.MkdirAll(r.sandboxDir(rec.ID), 0o711); err != nil {
 		return err
 	}
@@ -67,6 +72,15 @@ func (r *Runtime) setUpSandbox(ctx context.Context, rec *sandboxRecord) error {
 			}
 			rec.IP = ip
 		}
+	}
+	if !hostIPC(rec.config) {
+		rec.IPCNS = r.path("netns", rec.ID+".ipc")
+		if err := createIPCns(rec.IPCNS); err != nil {
+			return err
+		}
+	}
+	if err := writeSysctls(rec, sysctls); err != nil {
+		return err
 	}
 	if dc := rec.config.GetDnsConfig(); len(dc.GetServers())+len(dc.GetSearches())+len(dc.GetOptions()) > 0 {
 		rec.ResolvConf = filepath.Join(r.sandboxDir(rec.ID), resolvConfFile)
@@ -98,12 +112,15 @@ func resolvConf(dc *runtimeapi.DNSConfig) []byte {
 	return []byte(b.String())
 }
 
-// tearDownSandbox undoes the network part of setUpSandbox; idempotent.
+// tearDownSandbox undoes the network and IPC parts of setUpSandbox; idempotent.
 func (r *Runtime) tearDownSandbox(ctx context.Context, rec *sandboxRecord) error {
-	if rec.NetNS == "" {
-		return nil
-	}
 	var errs []error
+	if rec.IPCNS != "" {
+		errs = append(errs, removeNetns(rec.IPCNS))
+	}
+	if rec.NetNS == "" {
+		return errors.Join(errs...)
+	}
 	if r.cfg.Network != nil && fileExists(rec.NetNS) {
 		if err := r.cfg.Network.TearDown(ctx, rec.ID, rec.NetNS); err != nil {
 			errs = append(errs, fmt.Errorf("network teardown: %w", err))
@@ -115,6 +132,10 @@ func (r *Runtime) tearDownSandbox(ctx context.Context, rec *sandboxRecord) error
 
 func hostNetwork(config *runtimeapi.PodSandboxConfig) bool {
 	return config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+}
+
+func hostIPC(config *runtimeapi.PodSandboxConfig) bool {
+	return config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetIpc() == runtimeapi.NamespaceMode_NODE
 }
 
 // StopPodSandbox kills the sandbox's containers, tears its network down and
@@ -178,9 +199,12 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 	if !ok {
 		return nil, runtime.NotFoundError("sandbox", podSandboxID)
 	}
-	netMode := runtimeapi.NamespaceMode_POD
+	netMode, ipcMode := runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_POD
 	if hostNetwork(rec.config) {
 		netMode = runtimeapi.NamespaceMode_NODE
+	}
+	if rec.IPCNS == "" {
+		ipcMode = runtimeapi.NamespaceMode_NODE
 	}
 	st := &runtimeapi.PodSandboxStatus{
 		Id:        rec.ID,
@@ -189,7 +213,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 		CreatedAt: rec.CreatedAt,
 		Network:   &runtimeapi.PodSandboxNetworkStatus{Ip: rec.IP},
 		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
-			Options: &runtimeapi.NamespaceOption{Network: netMode, Pid: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_NODE},
+			Options: &runtimeapi.NamespaceOption{Network: netMode, Pid: runtimeapi.NamespaceMode_NODE, Ipc: ipcMode},
 		}},
 		Labels:         rec.config.Labels,
 		Annotations:    rec.config.Annotations,
@@ -197,7 +221,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 	}
 	resp := &runtimeapi.PodSandboxStatusResponse{Status: clone(st)}
 	if verbose {
-		resp.Info = map[string]string{"netns": rec.NetNS, "cgroup": rec.Cgroup, "logDir": rec.LogDir}
+		resp.Info = map[string]string{"netns": rec.NetNS, "ipcns": rec.IPCNS, "cgroup": rec.Cgroup, "logDir": rec.LogDir}
 	}
 	return resp, nil
 }

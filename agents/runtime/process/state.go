@@ -20,6 +20,8 @@ import (
 //	sandboxes/<id>/sandbox.json    sandboxRecord, written by the runtime
 //	sandboxes/<id>/resolv.conf     from the sandbox config's DNSConfig, mounted at /etc/resolv.conf in its containers
 //	netns/<id>                     the sandbox's network namespace (bind mount)
+//	netns/<id>.ipc                 the sandbox's IPC namespace (bind mount; netns/ is the one shared mount point
+//	                               of every namespace the runtime keeps)
 //	containers/<id>/container.json containerRecord, written by the runtime
 //	containers/<id>/spec.json      shim.Spec: what the shim and init run
 //	containers/<id>/shim.json      shim.State, written by the shim once the process runs
@@ -42,6 +44,7 @@ type sandboxRecord struct {
 	CreatedAt      int64           `json:"createdAt"`
 	Ready          bool            `json:"ready"`
 	NetNS          string          `json:"netns,omitempty"` // "" for host network
+	IPCNS          string          `json:"ipcns,omitempty"` // "" for host IPC
 	IP             string          `json:"ip,omitempty"`
 	LogDir         string          `json:"logDir"`
 	OwnLogDir      bool            `json:"ownLogDir,omitempty"` // created by us, removed with the sandbox

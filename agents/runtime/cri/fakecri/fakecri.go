@@ -151,6 +151,18 @@ func (s *Server) AddImage(ref string, size uint64) {
 	s.addLocked(ref, size)
 }
 
+// SetImageUser makes the server have an image (as AddImage, 1 MiB when new) whose configuration runs as uid
+// (nil: no numeric user) or, without one, as the user name username, as ImageStatus reports an image's user.
+func (s *Server) SetImageUser(ref string, uid *int64, username string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	img := s.addLocked(ref, 1<<20)
+	img.Uid, img.Username = nil, username
+	if uid != nil {
+		img.Uid = &runtimeapi.Int64Value{Value: *uid}
+	}
+}
+
 func (s *Server) addLocked(ref string, size uint64) *runtimeapi.Image {
 	if img, ok := s.images[ref]; ok {
 		return img

@@ -44,6 +44,11 @@ func initContainer(dir string) error {
 			return err
 		}
 	}
+	if spec.IPCNS != "" {
+		if err := setnsPath(spec.IPCNS, unix.CLONE_NEWIPC); err != nil {
+			return err
+		}
+	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("unshare mount namespace: %w", err)
 	}
@@ -52,10 +57,15 @@ func initContainer(dir string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make / rslave: %w", err)
 	}
+	var targets []string
 	for _, m := range spec.Mounts {
 		if err := bindMount(m); err != nil {
 			return err
 		}
+		targets = append(targets, m.Target)
+	}
+	if err := confineMounts(spec.Security, targets); err != nil {
+		return err
 	}
 	return execCommand(spec, spec.Args)
 }
@@ -86,12 +96,15 @@ func execInContainer(dir, pid string, args []string) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("unshare fs: %w", err)
 	}
-	netns, mntns := "/proc/"+pid+"/ns/net", "/proc/"+pid+"/ns/mnt"
+	netns, ipcns, mntns := "/proc/"+pid+"/ns/net", "/proc/"+pid+"/ns/ipc", "/proc/"+pid+"/ns/mnt"
 	mntFD, err := unix.Open(mntns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", mntns, err)
 	}
 	if err := setnsPath(netns, unix.CLONE_NEWNET); err != nil {
+		return err
+	}
+	if err := setnsPath(ipcns, unix.CLONE_NEWIPC); err != nil {
 		return err
 	}
 	if err := unix.Setns(mntFD, unix.CLONE_NEWNS); err != nil {
@@ -100,7 +113,8 @@ func execInContainer(dir, pid string, args []string) error {
 	return execCommand(spec, args)
 }
 
-// execCommand changes directory and user and execs args with spec's env.
+// execCommand changes directory, confines the thread and switches its user (confineThread) and execs args with
+// spec's env.
 func execCommand(spec Spec, args []string) error {
 	if spec.Cwd != "" {
 		if err := os.Chdir(spec.Cwd); err != nil {
@@ -111,10 +125,8 @@ func execCommand(spec Spec, args []string) error {
 	if err != nil {
 		return err
 	}
-	if spec.User != nil {
-		if err := setThreadUser(*spec.User); err != nil {
-			return err
-		}
+	if err := confineThread(spec.Security, spec.User); err != nil {
+		return err
 	}
 	err = unix.Exec(path, args, spec.Env)
 	return fmt.Errorf("exec %s: %w", path, err)
@@ -158,13 +170,8 @@ func bindMount(m Mount) error {
 		return fmt.Errorf("bind %s at %s: %w", m.Source, m.Target, err)
 	}
 	if m.ReadOnly {
-		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
-		var sfs unix.Statfs_t
-		if unix.Statfs(m.Target, &sfs) == nil {
-			flags |= uintptr(sfs.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-		}
-		if err := unix.Mount("", m.Target, "", flags, ""); err != nil {
-			return fmt.Errorf("remount %s read-only: %w", m.Target, err)
+		if err := remountReadOnly(m.Target); err != nil {
+			return err
 		}
 	}
 	prop := uintptr(unix.MS_PRIVATE)

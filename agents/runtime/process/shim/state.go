@@ -38,6 +38,7 @@ type Spec struct {
 	Cwd         string   `json:"cwd,omitempty"`
 	User        *User    `json:"user,omitempty"`
 	NetNS       string   `json:"netns,omitempty"`
+	IPCNS       string   `json:"ipcns,omitempty"` // the sandbox's IPC namespace ("": the node's)
 	Mounts      []Mount  `json:"mounts,omitempty"`
 	CgroupProcs []string `json:"cgroupProcs,omitempty"`
 	OOMFiles    []string `json:"oomFiles,omitempty"` // memory.events / memory.oom_control
@@ -47,6 +48,27 @@ type Spec struct {
 	Stdin       bool     `json:"stdin,omitempty"` // kept open for attach sessions
 	StdinOnce   bool     `json:"stdinOnce,omitempty"`
 	Tty         bool     `json:"tty,omitempty"`
+	Security    Security `json:"security"`
+}
+
+// Security is how init and exec confine the command before executing it (see security.go).
+type Security struct {
+	// Capabilities are the capability numbers the process keeps in its bounding set (and, as root, its
+	// permitted and effective sets); nil keeps every capability (a privileged container).
+	Capabilities *[]int `json:"capabilities,omitempty"`
+	// NoNewPrivs sets no_new_privs: setuid binaries and file capabilities grant nothing.
+	NoNewPrivs bool `json:"noNewPrivs,omitempty"`
+	// Seccomp are the system call numbers refused with EPERM; SeccompArch is the audit architecture the filter
+	// admits (any other is refused). Nil: no filter.
+	Seccomp     []uint32 `json:"seccomp,omitempty"`
+	SeccompArch uint32   `json:"seccompArch,omitempty"`
+	// MaskedPaths are hidden (an empty read-only tmpfs over a directory, /dev/null over a file);
+	// ReadonlyPaths are made read-only with what is mounted below them.
+	MaskedPaths   []string `json:"maskedPaths,omitempty"`
+	ReadonlyPaths []string `json:"readonlyPaths,omitempty"`
+	// ReadonlyRootfs makes every mount of the container's view of the node read-only but /proc, /dev, /sys
+	// and the container's own Mounts.
+	ReadonlyRootfs bool `json:"readonlyRootfs,omitempty"`
 }
 
 type User struct {

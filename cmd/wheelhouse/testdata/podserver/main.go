@@ -12,6 +12,8 @@
 //	podserver crash                                              prints a line and exits 3
 //	podserver cat                                                copies stdin to stdout
 //	podserver echo WORDS...                                      prints the words
+//	podserver read FILE...                                       prints the files (an error's text for one it cannot read)
+//	podserver write FILE...                                      creates the files, printing each one's outcome
 //	podserver api PATH                                           GETs PATH of the cluster's API as client-go's in-cluster
 //	                                                             configuration does; prints the body, fails unless 2xx
 package main
@@ -34,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: podserver serve|get|lookup|srv|env|tick|hog|crash|cat|echo|api ...")
+		fmt.Fprintln(os.Stderr, "usage: podserver serve|get|lookup|srv|env|tick|hog|crash|cat|echo|read|write|api ...")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -68,6 +70,23 @@ func main() {
 		_, err = io.Copy(os.Stdout, os.Stdin)
 	case "echo":
 		fmt.Println(strings.Join(args, " "))
+	case "read": // print files (a security context's effects: /proc/self/status, sysctls)
+		for _, f := range args {
+			b, rerr := os.ReadFile(f)
+			if rerr != nil {
+				fmt.Println(rerr)
+				continue
+			}
+			fmt.Print(string(b))
+		}
+	case "write": // create files, printing why one could not be (a read-only root filesystem)
+		for _, f := range args {
+			if werr := os.WriteFile(f, []byte("written\n"), 0o644); werr != nil {
+				fmt.Println(werr)
+			} else {
+				fmt.Println("wrote", f)
+			}
+		}
 	case "api":
 		err = api(args)
 	default:
