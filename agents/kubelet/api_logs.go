@@ -122,7 +122,7 @@ func willRestart(pod *corev1.Pod, name string, code int32) bool {
 // it says nothing).
 func waitingReason(pod *corev1.Pod, name string) string {
 	if pod != nil {
-		for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses) {
 			if cs.Name == name && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
 				return cs.State.Waiting.Reason
 			}

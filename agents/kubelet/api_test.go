@@ -113,7 +113,7 @@ func (f *apiFixture) run(pod *corev1.Pod, name string, attempt uint32, state run
 		f.sandboxes[pod.UID] = sb
 	}
 	var spec *corev1.Container
-	for _, c := range allContainers(pod) {
+	for _, c := range slices.Concat(allContainers(pod), ephemeralContainerSpecs(pod)) {
 		if c.Name == name {
 			spec = c
 		}

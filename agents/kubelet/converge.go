@@ -57,6 +57,8 @@ func (w *worker) converge(ctx context.Context, pod *corev1.Pod) observed {
 	sbConfig, _ := w.p.sandboxConfig(pod, sb.Metadata.GetAttempt())
 	w.probes.sync(pod, ob)
 	ob.ready, ob.started = w.probes.readiness(), w.probes.startup() // with the probers just started
+	// Ephemeral containers first, as upstream's: a debugging container starts even while init containers fail.
+	w.ephemeralContainers(ctx, pod, sb.Id, sbConfig, &ob)
 	if !w.initContainers(ctx, pod, sb.Id, sbConfig, &ob) {
 		return ob
 	}
@@ -221,7 +223,12 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 	if !ok {
 		return
 	}
-	id, err := w.p.cfg.Runtime.CreateContainer(ctx, sandboxID, containerConfig(pod, c, attempt, env, mounts), sbConfig)
+	cfg := containerConfig(pod, c, attempt, env, mounts)
+	if err := targetNamespace(pod, c.Name, cfg, ob); err != nil { // ephemeral containers only (ephemeral.go)
+		fail("CreateContainerConfigError", err)
+		return
+	}
+	id, err := w.p.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sbConfig)
 	if err != nil {
 		fail("CreateContainerError", describe(err))
 		return

@@ -49,6 +49,7 @@ func podStatus(pod *corev1.Pod, ob observed, runtimeName, hostIP string, now tim
 	}
 	st.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, pod.Status.InitContainerStatuses, ob, runtimeName, created, true)
 	st.ContainerStatuses = containerStatuses(pod.Spec.Containers, pod.Status.ContainerStatuses, ob, runtimeName, created, false)
+	st.EphemeralContainerStatuses = ephemeralStatuses(pod, ob, runtimeName, created) // ephemeral.go
 	st.Phase = podPhase(pod, st, ob)
 	// The generation of the spec this status was computed from, for clients waiting for a change to take effect.
 	st.ObservedGeneration = pod.Generation

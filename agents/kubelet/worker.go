@@ -258,6 +258,7 @@ func finalStatus(st corev1.PodStatus, now time.Time) corev1.PodStatus {
 	}
 	end(st.InitContainerStatuses)
 	end(st.ContainerStatuses)
+	end(st.EphemeralContainerStatuses)
 	for _, c := range st.ContainerStatuses {
 		allZero = allZero && c.State.Terminated.ExitCode == 0
 	}
@@ -303,7 +304,7 @@ func (w *worker) stopAll(ctx context.Context, pod *corev1.Pod, grace int64) {
 		return
 	}
 	var wg sync.WaitGroup
-	for _, c := range allContainers(pod) {
+	for _, c := range slices.Concat(allContainers(pod), ephemeralContainerSpecs(pod)) {
 		cur := cs[c.Name].latest()
 		if cur == nil || cur.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
@@ -396,6 +397,7 @@ func (w *worker) read(ctx context.Context, pod *corev1.Pod) (ob observed, ok boo
 	}
 	ob.containers, ob.sandboxReady = cs, true
 	w.terminationMessages(ctx, pod, ob)
+	w.ephemeralTerminationMessages(ctx, pod, ob)
 	if st, err := w.p.cfg.Runtime.PodSandboxStatus(ctx, sb.Id, false); err == nil && st.Status.GetNetwork() != nil {
 		ob.podIP = st.Status.Network.Ip
 	}

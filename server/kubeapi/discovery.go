@@ -145,6 +145,9 @@ func subresources(r *resources.Resource) []subresource {
 	if r.Storage == "pods" {
 		out = append(out, subresource{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}})
 	}
+	for _, name := range slices.Sorted(maps.Keys(r.UpdateSubresources)) {
+		out = append(out, subresource{name, r.GVK, []string{"get", "patch", "update"}})
+	}
 	if r.GVK.Group == "" {
 		for _, name := range slices.Sorted(maps.Keys(connectSubresources[r.Storage])) {
 			out = append(out, subresource{name, schema.GroupVersionKind{Version: "v1", Kind: connectKinds[name]},

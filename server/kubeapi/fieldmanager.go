@@ -31,7 +31,7 @@ func newFieldManagers(tc managedfields.TypeConverter) *fieldManagers {
 	return &fieldManagers{converter: tc, byKey: map[fmKey]*managedfields.FieldManager{}}
 }
 
-// get returns the FieldManager of res (subresource "" or "status").
+// get returns the FieldManager of res (subresource "", "status" or one of its UpdateSubresources).
 func (f *fieldManagers) get(res *resources.Resource, subresource string) (*managedfields.FieldManager, error) {
 	k := fmKey{res.GVK, subresource}
 	f.mu.Lock()
@@ -40,7 +40,18 @@ func (f *fieldManagers) get(res *resources.Resource, subresource string) (*manag
 		return fm, nil
 	}
 	var reset map[fieldpath.APIVersion]fieldpath.Filter
-	if res.Status {
+	if us := res.UpdateSubresources[subresource]; us != nil {
+		// A writer through the subresource manages the part it may change and nothing else (upstream's
+		// EphemeralContainersStrategy.GetResetFieldsFilter).
+		elems := make([]any, len(us.Owns))
+		for i, e := range us.Owns {
+			elems[i] = e
+		}
+		reset = map[fieldpath.APIVersion]fieldpath.Filter{
+			fieldpath.APIVersion(res.GVK.GroupVersion().String()): fieldpath.NewIncludeMatcherFilter(
+				fieldpath.MakePrefixMatcherOrDie(elems...)),
+		}
+	} else if res.Status {
 		path := "status"
 		if subresource == "status" {
 			path = "spec"

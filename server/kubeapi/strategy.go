@@ -56,11 +56,13 @@ func prepareUpdate(res *resources.Resource, obj, old runtime.Object, subresource
 	m.SetGeneration(o.GetGeneration())
 	m.SetName(o.GetName())
 	m.SetNamespace(o.GetNamespace())
-	switch {
+	switch us := res.UpdateSubresources[subresource]; {
 	case subresource == "status":
 		copyAllBut(obj, old, "Status", "ObjectMeta", "TypeMeta")
 		m.SetDeletionTimestamp(o.GetDeletionTimestamp())
 		m.SetOwnerReferences(o.GetOwnerReferences())
+	case us != nil:
+		us.Prepare(obj, old)
 	case res.Status:
 		copyField(obj, old, "Status")
 	}
@@ -99,6 +101,9 @@ func validateCreate(res *resources.Resource, obj runtime.Object) error {
 	if res.Validate != nil {
 		errs = append(errs, res.Validate(obj)...)
 	}
+	if res.ValidateCreate != nil {
+		errs = append(errs, res.ValidateCreate(obj)...)
+	}
 	return invalid(res, m.GetName(), errs)
 }
 
@@ -106,9 +111,14 @@ func validateCreate(res *resources.Resource, obj runtime.Object) error {
 func validateUpdate(res *resources.Resource, obj, old runtime.Object, subresource string) error {
 	m := mustAccessor(obj)
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(m, mustAccessor(old), field.NewPath("metadata"))
-	switch {
+	switch us := res.UpdateSubresources[subresource]; {
 	case subresource == "status" && res.ValidateStatus != nil:
 		errs = append(errs, res.ValidateStatus(obj, old)...)
+	case us != nil:
+		if res.Validate != nil {
+			errs = append(errs, res.Validate(obj)...)
+		}
+		errs = append(errs, us.Validate(obj, old)...)
 	default:
 		if res.Validate != nil {
 			errs = append(errs, res.Validate(obj)...)

@@ -1,7 +1,9 @@
 package openapi
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -167,6 +169,14 @@ func resourceRoutes(prefix string, r *resources.Resource, n resourceNames) []rou
 			when(has("get"), o.read("Status", n.kind)),
 			when(has("update"), o.replace("Status", n.kind)),
 			when(has("patch"), o.patch("Status", n.kind)))
+	}
+	for _, sub := range slices.Sorted(maps.Keys(r.UpdateSubresources)) {
+		// Upstream's operation IDs capitalize only the first letter (readCoreV1NamespacedPodEphemeralcontainers).
+		camel := strings.ToUpper(sub[:1]) + sub[1:]
+		add(collection+"/{name}/"+sub, item,
+			when(has("get"), o.read(camel, n.kind)),
+			when(has("update"), o.replace(camel, n.kind)),
+			when(has("patch"), o.patch(camel, n.kind)))
 	}
 	if r.Scale != nil {
 		s := o

@@ -2,10 +2,12 @@ package resources
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -185,20 +187,39 @@ func validateInitContainerRules(c *corev1.Container, p *field.Path) field.ErrorL
 	return errs
 }
 
-// validateEphemeralContainerRules forbids what an ephemeral container cannot have: ports, probes, lifecycle hooks,
-// resources and a restart policy.
+// ephemeralContainerFields are the fields an ephemeral container may set (upstream's
+// allowedEphemeralContainerFields). It is a list of what is allowed, so that a field new to the API is refused
+// until someone decides it makes sense for a container that is never restarted and serves nothing: ports,
+// probes, lifecycle hooks, resources, resize and restart policies are not here.
+var ephemeralContainerFields = map[string]bool{
+	"Name": true, "Image": true, "Command": true, "Args": true, "WorkingDir": true, "EnvFrom": true, "Env": true,
+	"VolumeMounts": true, "VolumeDevices": true, "TerminationMessagePath": true, "TerminationMessagePolicy": true,
+	"ImagePullPolicy": true, "SecurityContext": true, "Stdin": true, "StdinOnce": true, "TTY": true,
+}
+
+// validateEphemeralContainerRules forbids every field of an ephemeral container outside ephemeralContainerFields,
+// and subPath mounts, whose bind mounts would outlive it until the pod ends.
 func validateEphemeralContainerRules(c *corev1.Container, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
 	const msg = "cannot be set for an Ephemeral Container"
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"ports", len(c.Ports) > 0}, {"livenessProbe", c.LivenessProbe != nil},
-		{"readinessProbe", c.ReadinessProbe != nil}, {"startupProbe", c.StartupProbe != nil},
-		{"lifecycle", c.Lifecycle != nil}, {"restartPolicy", c.RestartPolicy != nil},
-		{"resources", len(c.Resources.Limits)+len(c.Resources.Requests)+len(c.Resources.Claims) > 0}} {
-		if f.set {
-			errs = append(errs, field.Forbidden(p.Child(f.name), msg))
+	var errs field.ErrorList
+	v := reflect.ValueOf(corev1.EphemeralContainerCommon(*c))
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if ephemeralContainerFields[f.Name] || v.Field(i).IsZero() {
+			continue
+		}
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if apiequality.Semantic.DeepEqual(v.Field(i).Interface(), reflect.Zero(f.Type).Interface()) {
+			continue // an empty list or map, which the API does not tell from an absent one
+		}
+		errs = append(errs, field.Forbidden(p.Child(name), msg))
+	}
+	for i, m := range c.VolumeMounts {
+		if m.SubPath != "" {
+			errs = append(errs, field.Forbidden(p.Child("volumeMounts").Index(i).Child("subPath"), msg))
+		}
+		if m.SubPathExpr != "" {
+			errs = append(errs, field.Forbidden(p.Child("volumeMounts").Index(i).Child("subPathExpr"), msg))
 		}
 	}
 	return errs

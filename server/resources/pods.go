@@ -30,8 +30,10 @@ func init() {
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
 		},
-		Table:  &Table{Columns: podColumns, Cells: podCells},
-		Fields: podFields,
+		ValidateCreate:     func(obj runtime.Object) field.ErrorList { return validatePodCreate(obj.(*corev1.Pod)) },
+		UpdateSubresources: map[string]*UpdateSubresource{"ephemeralcontainers": ephemeralContainersSubresource},
+		Table:              &Table{Columns: podColumns, Cells: podCells},
+		Fields:             podFields,
 		FieldIndex: map[string]func(runtime.Object) string{
 			"spec.nodeName": func(obj runtime.Object) string { return obj.(*corev1.Pod).Spec.NodeName },
 		},

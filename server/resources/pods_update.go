@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,15 +17,13 @@ const podUpdatableFields = "pod updates may not change fields other than `spec.c
 
 // validatePodUpdate enforces pod spec immutability: only container and init container images,
 // activeDeadlineSeconds (lowered, never unset), tolerations (additions, or new tolerationSeconds),
-// terminationGracePeriodSeconds, a first nodeName, removed scheduling gates and added ephemeral containers may
-// change.
+// terminationGracePeriodSeconds, a first nodeName and removed scheduling gates may change. Ephemeral containers
+// are added through pods/ephemeralcontainers only (pods_ephemeral.go), as upstream's.
 func validatePodUpdate(pod, old *corev1.Pod) field.ErrorList {
 	sp := field.NewPath("spec")
 	errs := validateActiveDeadlineUpdate(pod.Spec.ActiveDeadlineSeconds, old.Spec.ActiveDeadlineSeconds,
 		sp.Child("activeDeadlineSeconds"))
 	errs = append(errs, validateOnlyAddedTolerations(pod.Spec.Tolerations, old.Spec.Tolerations, sp.Child("tolerations"))...)
-	errs = append(errs, validateEphemeralContainersUpdate(pod.Spec.EphemeralContainers, old.Spec.EphemeralContainers,
-		sp.Child("ephemeralContainers"))...)
 	if changed := changedPodSpecFields(mungePodSpec(&pod.Spec, &old.Spec), &old.Spec); len(changed) > 0 {
 		errs = append(errs, field.Forbidden(sp, podUpdatableFields+"\nchanged: "+strings.Join(changed, ", ")))
 	}
@@ -49,7 +46,6 @@ func mungePodSpec(spec, old *corev1.PodSpec) *corev1.PodSpec {
 	m.ActiveDeadlineSeconds = old.ActiveDeadlineSeconds
 	m.Tolerations = old.Tolerations
 	m.TerminationGracePeriodSeconds = old.TerminationGracePeriodSeconds
-	m.EphemeralContainers = old.EphemeralContainers
 	if old.NodeName == "" {
 		m.NodeName = ""
 	}
@@ -103,19 +99,4 @@ func validateOnlyAddedTolerations(ts, old []corev1.Toleration, p *field.Path) fi
 		}
 	}
 	return nil
-}
-
-// validateEphemeralContainersUpdate lets ephemeral containers be added, never changed or removed.
-func validateEphemeralContainersUpdate(ecs, old []corev1.EphemeralContainer, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, o := range old {
-		i := slices.IndexFunc(ecs, func(ec corev1.EphemeralContainer) bool { return ec.Name == o.Name })
-		switch {
-		case i < 0:
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("existing ephemeral containers %q may not be removed", o.Name)))
-		case !apiequality.Semantic.DeepEqual(ecs[i], o):
-			errs = append(errs, field.Forbidden(p.Index(i), fmt.Sprintf("existing ephemeral containers %q may not be changed", o.Name)))
-		}
-	}
-	return errs
 }

@@ -37,6 +37,9 @@ type Resource struct {
 	Status bool
 	// Scale, when set, serves a /scale subresource (autoscaling/v1 Scale).
 	Scale *Scale
+	// UpdateSubresources are subresources through which an update or patch changes one part of an object and
+	// nothing else, by name (pods/ephemeralcontainers). Each serves get, update and patch of the whole object.
+	UpdateSubresources map[string]*UpdateSubresource
 	// Generation: metadata.generation is 1 on create and bumped whenever anything outside metadata and status
 	// changes.
 	Generation bool
@@ -58,6 +61,9 @@ type Resource struct {
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// ValidateStatus checks a /status update (nil: Validate).
 	ValidateStatus func(obj, old runtime.Object) field.ErrorList
+	// ValidateCreate checks what only a create may not set, beyond Validate (a pod's ephemeral containers,
+	// which only pods/ephemeralcontainers adds). Nil: nothing more.
+	ValidateCreate func(obj runtime.Object) field.ErrorList
 
 	// Table describes `kubectl get` columns. Nil: NAME and AGE (Created At).
 	Table *Table
@@ -84,6 +90,21 @@ type Scale struct {
 	Status func(obj runtime.Object) autoscalingv1.ScaleStatus
 	// Set sets spec.replicas.
 	Set func(obj runtime.Object, replicas int32)
+}
+
+// UpdateSubresource is a subresource whose updates change one part of an object, as upstream's
+// pods/ephemeralcontainers: its body is the whole object (its kind is the resource's), of which the update keeps
+// only that part.
+type UpdateSubresource struct {
+	// Owns is the path of the part it changes ("spec", "ephemeralContainers"): what a write through it may
+	// change, and the only fields the writer's managed fields record.
+	Owns []string
+	// Prepare sets everything of obj outside the part it changes, metadata the update may not change included,
+	// back to old's (the machinery keeps uid, name, creation and deletion as for any update).
+	Prepare func(obj, old runtime.Object)
+	// Validate checks the prepared object against old. The machinery also runs Validate on it, never
+	// ValidateUpdate: the main resource's update rules are what the subresource is there to bypass.
+	Validate func(obj, old runtime.Object) field.ErrorList
 }
 
 // Table describes a resource's table output (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`).

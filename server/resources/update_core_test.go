@@ -61,18 +61,21 @@ func TestValidatePodUpdate(t *testing.T) {
 			p.Spec.SchedulingGates = nil
 			p.Spec.NodeName = "node-1"
 		}), []string{}},
-		{"ephemeral container added", pod(func(p *corev1.Pod) {
-			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
-				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug2", Image: "busybox"}})
-		}), []string{}},
 		{"raise deadline", pod(func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptrTo(int64(601)) }),
 			[]string{invalid + "spec.activeDeadlineSeconds"}},
 		{"unset deadline", pod(func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = nil }),
 			[]string{invalid + "spec.activeDeadlineSeconds"}},
 		{"toleration removed", pod(func(p *corev1.Pod) { p.Spec.Tolerations = nil }), []string{forbidden + "spec.tolerations"}},
 		{"toleration changed", pod(func(p *corev1.Pod) { p.Spec.Tolerations[0].Key = "z" }), []string{forbidden + "spec.tolerations"}},
+		// Ephemeral containers change through pods/ephemeralcontainers only, as upstream's (pods_ephemeral_test.go).
+		{"ephemeral container added", pod(func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug2", Image: "busybox"}})
+		}), []string{forbidden + "spec"}},
 		{"ephemeral container changed", pod(func(p *corev1.Pod) { p.Spec.EphemeralContainers[0].Image = "alpine" }),
-			[]string{forbidden + "spec.ephemeralContainers[0]"}},
+			[]string{forbidden + "spec"}},
+		{"ephemeral container removed", pod(func(p *corev1.Pod) { p.Spec.EphemeralContainers = nil }),
+			[]string{forbidden + "spec"}},
 		{"restart policy", pod(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }), []string{forbidden + "spec"}},
 		{"container added", pod(func(p *corev1.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "b", Image: "b"})

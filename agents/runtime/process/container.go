@@ -37,6 +37,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	if !sb.Ready {
 		return "", runtime.PreconditionError("sandbox %q is not ready", podSandboxID)
 	}
+	if err := r.checkPIDNamespace(podSandboxID, config); err != nil {
+		return "", err
+	}
 	cfgJSON, err := marshalProto(config)
 	if err != nil {
 		return "", runtime.InvalidArgumentError("container config: %v", err)

@@ -27,6 +27,13 @@
 //     ReadonlyRootfs, and seccomp RuntimeDefault as the runtime's own filter
 //     (seccomp.go). What it cannot apply — Localhost seccomp profiles,
 //     AppArmor profiles, RunAsUsername — is refused with InvalidArgument.
+//   - There is no process namespace of a container's or a sandbox's own:
+//     every container runs in the host's PID namespace. A container asking
+//     for its target's (NamespaceOption Pid TARGET: an ephemeral container
+//     with a targetContainerName, `kubectl debug --target`) is in it already
+//     and sees the target's processes, as it sees the host's; its TargetId
+//     must name a container of the same sandbox, or the create is refused
+//     (namespaces.go).
 //   - Each container has a shim: the runtime's binary re-executed
 //     (/proc/self/exe, argv[0] "wheelhouse-runtime:shim") in a session of its
 //     own, so the agent may exit or be killed while containers run. The shim
