@@ -141,8 +141,9 @@ func TestNodeRegistersAndReports(t *testing.T) {
 	})
 	// An unchanged status is not posted again before the report interval.
 	before, _ := admin.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
-	clk.Step(10 * time.Second)
+	// The lease as it was before the step (read after it, a renewal already done would be waited for again).
 	l0, _ := admin.CoordinationV1().Leases("kube-node-lease").Get(t.Context(), "n1", metav1.GetOptions{})
+	clk.Step(10 * time.Second)
 	apitest.Eventually(t, "the next lease renewal", func() bool {
 		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(t.Context(), "n1", metav1.GetOptions{})
 		return err == nil && l.ResourceVersion != l0.ResourceVersion
