@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -56,8 +57,25 @@ func RunDeployments(ctx context.Context, d Deps) {
 	})
 	wg.Go(func() {
 		follow(ctx, rsCol, func(ev watchcache.Event) {
-			if ref := metav1.GetControllerOfNoCopy(ev.Object.Object.(*appsv1.ReplicaSet)); ref != nil && ref.Kind == "Deployment" {
-				q.Add(Key{Cluster: ev.Object.Cluster, Namespace: ev.Object.Namespace, Name: ref.Name})
+			rs := ev.Object.Object.(*appsv1.ReplicaSet)
+			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
+				if ref.Kind == "Deployment" {
+					q.Add(Key{Cluster: ev.Object.Cluster, Namespace: ev.Object.Namespace, Name: ref.Name})
+				}
+				return
+			}
+			if ev.Type == store.Deleted {
+				return
+			}
+			// An orphan: any Deployment of its namespace whose selector matches may adopt it.
+			if deps, err := depCol(ctx); err == nil {
+				list, _ := deps.ListIn(ev.Object.Cluster, rs.Namespace)
+				for _, e := range list {
+					dep := e.Object.(*appsv1.Deployment)
+					if sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
+						q.Add(Key{Cluster: ev.Object.Cluster, Namespace: rs.Namespace, Name: dep.Name})
+					}
+				}
 			}
 		}, log)
 	})
@@ -78,17 +96,47 @@ func RunDeployments(ctx context.Context, d Deps) {
 		if err != nil {
 			return err
 		}
-		var owned []*appsv1.ReplicaSet
-		entries, _ := sets.ListIn(k.Cluster, k.Namespace)
-		for _, re := range entries {
-			rs := re.Object.(*appsv1.ReplicaSet)
-			if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.UID == dep.UID && rs.DeletionTimestamp == nil {
-				owned = append(owned, rs.DeepCopy()) // the sync updates its copies as it writes; the cache's are shared
-			}
-		}
 		cs, err := cl.For(k.Cluster)
 		if err != nil {
 			return err
+		}
+		sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector)
+		if err != nil {
+			return nil // invalid selectors are refused by validation; nothing to do for one that slipped through
+		}
+		// The Deployment's ReplicaSets, as upstream's ClaimReplicaSets finds them: its own that still match its
+		// selector, and matching orphans, which it adopts (a ReplicaSet created beside the Deployment, or left by
+		// one deleted with orphan propagation); its own that no longer match are released.
+		var owned []*appsv1.ReplicaSet
+		var claimRev int64
+		entries, _ := sets.ListIn(k.Cluster, k.Namespace)
+		for _, re := range entries {
+			rs := re.Object.(*appsv1.ReplicaSet)
+			ref := metav1.GetControllerOfNoCopy(rs)
+			matches := !sel.Empty() && sel.Matches(labels.Set(rs.Labels))
+			switch {
+			case ref != nil && ref.UID == dep.UID && matches:
+				if rs.DeletionTimestamp == nil {
+					owned = append(owned, rs.DeepCopy()) // the sync updates its copies as it writes; the cache's are shared
+				}
+			case ref != nil && ref.UID == dep.UID: // no longer matches: release it
+				_, rev, err := patchReplicaSetOwners(ctx, cs.AppsV1().ReplicaSets(k.Namespace), rs,
+					slices.DeleteFunc(slices.Clone(rs.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == dep.UID }))
+				if err != nil {
+					return err
+				}
+				claimRev = max(claimRev, rev)
+			case ref == nil && matches && rs.DeletionTimestamp == nil:
+				adopted, rev, err := patchReplicaSetOwners(ctx, cs.AppsV1().ReplicaSets(k.Namespace), rs,
+					append(slices.Clone(rs.OwnerReferences), *metav1.NewControllerRef(dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))))
+				if err != nil {
+					return err
+				}
+				claimRev = max(claimRev, rev)
+				if adopted != nil {
+					owned = append(owned, adopted)
+				}
+			}
 		}
 		r := &deploymentSync{dep: dep, owned: owned, rsc: cs.AppsV1().ReplicaSets(k.Namespace),
 			dc: cs.AppsV1().Deployments(k.Namespace), now: d.clock().Now(), ev: d.recorder(k.Cluster, "deployment-controller")}
@@ -96,8 +144,8 @@ func RunDeployments(ctx context.Context, d Deps) {
 		if err != nil {
 			return err
 		}
-		if r.lastRev > 0 {
-			if err := sets.WaitFor(ctx, r.lastRev); err != nil { // the next reconcile sees its own writes
+		if last := max(r.lastRev, claimRev); last > 0 {
+			if err := sets.WaitFor(ctx, last); err != nil { // the next reconcile sees its own writes
 				return err
 			}
 		}
@@ -107,6 +155,27 @@ func RunDeployments(ctx context.Context, d Deps) {
 		return nil
 	}, log)
 	wg.Wait()
+}
+
+// patchReplicaSetOwners sets a ReplicaSet's ownerReferences (a merge patch replaces the list, with the UID as a
+// precondition) and returns it as written with the write's revision; nil, 0 when it is gone or was replaced.
+func patchReplicaSetOwners(ctx context.Context, rsc rsPatcher, rs *appsv1.ReplicaSet, refs []metav1.OwnerReference) (*appsv1.ReplicaSet, int64, error) {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs, "uid": rs.UID}})
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := rsc.Patch(ctx, rs.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, revOf(out.ResourceVersion), nil
+}
+
+type rsPatcher interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*appsv1.ReplicaSet, error)
 }
 
 type deploymentSync struct {

@@ -369,3 +369,52 @@ func TestRollingPlanKeepsAvailability(t *testing.T) {
 		}
 	})
 }
+
+// TestDeploymentAdoptsOrphanReplicaSets: a ReplicaSet created before its Deployment, matching its selector, is
+// adopted (a controller reference to the Deployment) and counts in its revisions — the new ReplicaSet is one past
+// the adopted one's revision, and the old one is scaled down — as the conformance suite's RollingUpdateDeployment
+// test expects; a ReplicaSet of the Deployment whose labels stop matching is released.
+func TestDeploymentAdoptsOrphanReplicaSets(t *testing.T) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+	old := deployment("web", 1, "httpd:1", true) // its template, as a bare ReplicaSet
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-orphan", Namespace: "default", Labels: map[string]string{"app": "web"},
+		Annotations: map[string]string{revisionAnnotation: "3546343826724305832"}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptrTo(int32(1)), Selector: old.Spec.Selector, Template: old.Spec.Template}}
+	if _, err := cs.AppsV1().ReplicaSets("default").Create(t.Context(), rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dep, err := cs.AppsV1().Deployments("default").Create(t.Context(), deployment("web", 1, "nginx:1", true), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the rollout over the adopted ReplicaSet complete", complete(t, cs, "web", 1))
+	sets := replicaSetsOf(t, cs, "web")
+	adopted, ok := sets["3546343826724305832"]
+	if !ok || len(sets) != 2 {
+		t.Fatalf("ReplicaSets by revision: %v, want the adopted one and revision 3546343826724305833", slices.Collect(maps.Keys(sets)))
+	}
+	if ref := metav1.GetControllerOf(&adopted); ref == nil || ref.UID != dep.UID {
+		t.Fatalf("the orphan was not adopted: %v", adopted.OwnerReferences)
+	}
+	if _, ok := sets["3546343826724305833"]; !ok {
+		t.Fatalf("the new ReplicaSet is not at the next revision: %v", slices.Collect(maps.Keys(sets)))
+	}
+	eventually(t, "the adopted ReplicaSet scaled down", func() bool {
+		got, err := cs.AppsV1().ReplicaSets("default").Get(t.Context(), "web-orphan", metav1.GetOptions{})
+		return err == nil && ptrOr(got.Spec.Replicas, 1) == 0
+	})
+	// Relabelled out of the selector, it is released.
+	if _, err := cs.AppsV1().ReplicaSets("default").Patch(t.Context(), "web-orphan", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"app":"elsewhere"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the relabelled ReplicaSet released", func() bool {
+		got, err := cs.AppsV1().ReplicaSets("default").Get(t.Context(), "web-orphan", metav1.GetOptions{})
+		return err == nil && metav1.GetControllerOf(got) == nil
+	})
+}
