@@ -31,6 +31,9 @@ import (
 //	GET|POST /attach/{namespace}/{pod}[/{uid}]/{container} the same without command
 //	GET|POST /portForward/{namespace}/{pod}[/{uid}]        ?port=… (websocket; SPDY names ports per stream)
 //	GET  /stats/summary                                    the Summary API: node, pod and container usage (api_stats.go)
+//	*    /podProxy/{namespace}/{pod}/{uid}/{scheme}/{ip}/{port}/{path...}
+//	                                                       the request to the pod's ip:port, for pods/proxy and
+//	                                                       services/proxy (api_podproxy.go)
 //
 // Exec, attach and port-forward ask the runtime for a URL of its streaming server and reverse-proxy the request
 // there, upgrade included (SPDY/3.1 or websocket channel protocols pass through untouched). The stream flags
@@ -46,7 +49,7 @@ import (
 // A pod is looked up among the pods this node's workers run; a pod only the runtime knows (the agent has just
 // restarted, or the pod is being torn down) is found by its sandboxes' labels.
 func (p *Pods) APIHandler() http.Handler {
-	a := &api{p: p, rt: p.cfg.Runtime, log: p.log}
+	a := &api{p: p, rt: p.cfg.Runtime, log: p.log, podTransport: newPodTransport()}
 	a.transport = streamTransport(p.cfg.Runtime)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -63,6 +66,7 @@ func (p *Pods) APIHandler() http.Handler {
 		mux.HandleFunc(m+" /portForward/{namespace}/{pod}", a.portForward)
 		mux.HandleFunc(m+" /portForward/{namespace}/{pod}/{uid}", a.portForward)
 	}
+	mux.HandleFunc(podProxyPattern, a.podProxy)
 	return mux
 }
 
@@ -72,6 +76,8 @@ type api struct {
 	rt        runtime.Runtime
 	log       *slog.Logger
 	transport http.RoundTripper // to the runtime's streaming server
+	// podTransport dials pods for the pod proxy (api_podproxy.go).
+	podTransport http.RoundTripper
 }
 
 // apiError is an answer other than 200: an HTTP status and a plain-text message for the caller.
@@ -314,23 +320,31 @@ func (a *api) servePortForward(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sbs, err := a.rt.ListPodSandbox(r.Context(), &runtimeapi.PodSandboxFilter{
-		LabelSelector: map[string]string{labelPodUID: string(ref.uid)},
-		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	sb, err := a.readySandbox(r.Context(), ref)
 	if err != nil {
-		return a.runtimeError(r.Context(), err, fmt.Sprintf("pod %q", ref.name))
+		return err
 	}
-	if len(sbs) == 0 {
-		return errorf(http.StatusBadRequest, "pod %q is not running", ref.name)
-	}
-	sb := slices.MaxFunc(sbs, func(x, y *runtimeapi.PodSandbox) int {
-		return cmp.Compare(x.Metadata.GetAttempt(), y.Metadata.GetAttempt())
-	})
 	resp, err := a.rt.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sb.Id, Port: ports})
 	if err != nil {
 		return a.runtimeError(r.Context(), err, fmt.Sprintf("port-forward to pod %q", ref.name))
 	}
 	return a.proxy(w, r, resp.Url)
+}
+
+// readySandbox is the pod's ready sandbox (its newest attempt); 400 when it has none, as the pod is not running.
+func (a *api) readySandbox(ctx context.Context, ref podRef) (*runtimeapi.PodSandbox, error) {
+	sbs, err := a.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{labelPodUID: string(ref.uid)},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		return nil, a.runtimeError(ctx, err, fmt.Sprintf("pod %q", ref.name))
+	}
+	if len(sbs) == 0 {
+		return nil, errorf(http.StatusBadRequest, "pod %q is not running", ref.name)
+	}
+	return slices.MaxFunc(sbs, func(x, y *runtimeapi.PodSandbox) int {
+		return cmp.Compare(x.Metadata.GetAttempt(), y.Metadata.GetAttempt())
+	}), nil
 }
 
 // parsePorts reads port parameters ("8080", "8080,9090", repeated).

@@ -13,6 +13,12 @@
 //     container as upstream does and reverse-proxies to the kubelet path kube-apiserver would use
 //     (/containerLogs, /exec, /attach, /portForward, /<path>) over the node's tunnel, upgrades (SPDY, websocket)
 //     passing through untouched.
+//   - pods/proxy and services/proxy (podproxy.go): the Kubernetes API reads the pod, or chooses a ready endpoint
+//     of the service whose pod holds its address, and API.Connect forwards the request through the tunnel of the
+//     pod's node to the agent's /podProxy endpoint, which dials the pod's address itself, refusing any address
+//     that is not one of its own pods' (agents/kubelet/api_podproxy.go); the server never dials a pod. As
+//     upstream's proxy: the pod's absolute links and redirects are rewritten below the proxy's path (HTML
+//     streamed, never held whole), its CORS headers dropped, a pod that cannot be reached is a 503 Status.
 //
 // Tenancy: a tunnel is keyed by the cluster of the URL its credential was accepted for and the node the
 // credential names, and a proxied request goes to the tunnel keyed by the cluster of its own URL; so a node of

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +17,8 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/agentapi"
 )
 
 // fakeKubelet serves the kubelet API paths the proxy uses, with the upstream streaming server's exec, attach
@@ -21,18 +26,21 @@ import (
 type fakeKubelet struct {
 	name   string          // "<cluster>/<node>", in every answer
 	follow chan string     // further log lines for a following reader
-	mu     sync.Mutex      // guards seen
+	mu     sync.Mutex      // guards seen and pods
 	seen   []*http.Request // requests received (URL and headers)
-	mux    *http.ServeMux
+	// pods are the test servers standing for the pods' ports this kubelet runs, by pod "ip:port".
+	pods map[string]string
+	mux  *http.ServeMux
 }
 
 func newFakeKubelet(name string) *fakeKubelet {
-	k := &fakeKubelet{name: name, follow: make(chan string)}
+	k := &fakeKubelet{name: name, follow: make(chan string), pods: map[string]string{}}
 	k.mux = http.NewServeMux()
 	k.mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", k.logs)
 	k.mux.HandleFunc("/exec/{ns}/{pod}/{container}", k.exec)
 	k.mux.HandleFunc("/attach/{ns}/{pod}/{container}", k.attach)
 	k.mux.HandleFunc("/portForward/{ns}/{pod}", k.portForward)
+	k.mux.HandleFunc("/podProxy/{ns}/{pod}/{uid}/{scheme}/{ip}/{port}/{path...}", k.podProxy)
 	k.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "proxy %s %s %s?%s", k.name, r.Method, r.URL.Path, r.URL.RawQuery)
 	})
@@ -54,6 +62,38 @@ func (k *fakeKubelet) last() *http.Request {
 		return nil
 	}
 	return k.seen[len(k.seen)-1]
+}
+
+// servePod makes the test server at host serve the pod port ip:port.
+func (k *fakeKubelet) servePod(ipPort, host string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.pods[ipPort] = host
+}
+
+// podProxy stands for the agent's pod proxy (agents/kubelet/api_podproxy.go, whose own tests dial real pods):
+// it forwards the request to the test server serving the pod's ip:port, or refuses as the agent does.
+func (k *fakeKubelet) podProxy(w http.ResponseWriter, r *http.Request) {
+	ipPort := net.JoinHostPort(r.PathValue("ip"), r.PathValue("port"))
+	k.mu.Lock()
+	host, ok := k.pods[ipPort]
+	k.mu.Unlock()
+	if !ok {
+		msg := "dial tcp " + ipPort + ": connect: connection refused"
+		w.Header().Set(agentapi.ProxyErrorHeader, msg)
+		http.Error(w, msg, http.StatusBadGateway)
+		return
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = &url.URL{Scheme: "http", Host: host, Path: "/" + r.PathValue("path"), RawQuery: pr.In.URL.RawQuery}
+			for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+				pr.Out.Header[h] = pr.In.Header[h]
+			}
+		},
+		FlushInterval: -1,
+	}
+	rp.ServeHTTP(w, r)
 }
 
 func (k *fakeKubelet) logs(w http.ResponseWriter, r *http.Request) {

@@ -61,10 +61,12 @@ func node(cluster, name string) tokenUser {
 
 var tokens = fakeAuth{
 	"admin":      user("admin", "system:masters"),
-	"reader":     user("reader"), // get and list pods and nodes
-	"logger":     user("logger"), // reader's rights and get pods/log
-	"wsonly":     user("wsonly"), // get pods and pods/exec, not create
+	"reader":     user("reader"),  // get and list pods and nodes
+	"logger":     user("logger"),  // reader's rights and get pods/log
+	"wsonly":     user("wsonly"),  // get pods and pods/exec, not create
+	"proxier":    user("proxier"), // get pods/proxy and services/proxy
 	"node-c1-n1": node("c1", "n1"),
+	"node-c1-n5": node("c1", "n5"),
 	"node-c2-n2": node("c2", "n2"),
 	"node-c2-n3": node("c2", "n3"),
 }

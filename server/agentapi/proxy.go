@@ -17,9 +17,13 @@ import (
 )
 
 // Connect proxies an authorized connect subresource to the kubelet API of the node it concerns, through that
-// node's tunnel. Errors before anything is written are returned for the Kubernetes API to answer: 400 for a
-// pod without a node or a container that cannot be chosen, 503 when the node's agent is not connected.
+// node's tunnel (pods/proxy and services/proxy to the agent's pod proxy: podproxy.go). Errors before anything is
+// written are returned for the Kubernetes API to answer: 400 for a pod without a node or a container that cannot
+// be chosen, 503 when the node's agent is not connected.
 func (a *API) Connect(w http.ResponseWriter, r *http.Request, req kubeapi.ConnectRequest) error {
+	if req.Proxy != nil {
+		return a.connectPod(w, r, req)
+	}
 	t, err := kubeletTarget(req, r.URL.Query(), r.URL.RawQuery)
 	if err != nil {
 		return err

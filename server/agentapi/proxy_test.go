@@ -28,23 +28,24 @@ import (
 func TestProxy(t *testing.T) {
 	en := newEnv(t)
 	for name, f := range map[string]func(*testing.T, *env){
-		"logs":                logs,
-		"logs follow":         logsFollow,
-		"exec spdy":           execSPDY,
-		"exec websocket":      execWebSocket,
-		"attach":              attach,
-		"port-forward":        portForward,
-		"authorization":       authorization,
-		"unbound pod":         unbound,
-		"no agent":            noAgent,
-		"container choice":    containerChoice,
-		"cross-cluster":       crossCluster,
-		"node proxy":          nodeProxy,
-		"connect endpoint":    connectEndpoint,
-		"discovery":           discovery,
-		"agent reconnects":    agentReconnects,
-		"credentials dropped": credentialsDropped,
-		"serving certificate": servingCertificate,
+		"logs":                  logs,
+		"logs follow":           logsFollow,
+		"exec spdy":             execSPDY,
+		"exec websocket":        execWebSocket,
+		"attach":                attach,
+		"port-forward":          portForward,
+		"authorization":         authorization,
+		"unbound pod":           unbound,
+		"no agent":              noAgent,
+		"container choice":      containerChoice,
+		"cross-cluster":         crossCluster,
+		"node proxy":            nodeProxy,
+		"connect endpoint":      connectEndpoint,
+		"discovery":             discovery,
+		"agent reconnects":      agentReconnects,
+		"credentials dropped":   credentialsDropped,
+		"serving certificate":   servingCertificate,
+		"pod and service proxy": podAndServiceProxy,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, en) })
 	}
@@ -395,12 +396,15 @@ func discovery(t *testing.T, en *env) {
 	}
 	verbs := map[string]string{}
 	for _, r := range l.APIResources {
-		verbs[r.Name] = strings.Join(r.Verbs, ",")
+		verbs[r.Name] = strings.Join(r.Verbs, ",") + " " + r.Kind
 	}
-	for name, want := range map[string]string{"pods/log": "get", "pods/exec": "create,get", "pods/attach": "create,get",
-		"pods/portforward": "create,get", "nodes/proxy": "create,delete,get,patch,update"} {
+	for name, want := range map[string]string{"pods/log": "get Pod", "pods/exec": "create,get PodExecOptions",
+		"pods/attach": "create,get PodAttachOptions", "pods/portforward": "create,get PodPortForwardOptions",
+		"nodes/proxy":    "create,delete,get,patch,update NodeProxyOptions",
+		"pods/proxy":     "create,delete,get,patch,update PodProxyOptions",
+		"services/proxy": "create,delete,get,patch,update ServiceProxyOptions"} {
 		if verbs[name] != want {
-			t.Errorf("%s verbs %q, want %q", name, verbs[name], want)
+			t.Errorf("%s verbs and kind %q, want %q", name, verbs[name], want)
 		}
 	}
 }

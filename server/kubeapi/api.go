@@ -168,8 +168,8 @@ type Config struct {
 	// ServiceAccountTokens issues TokenRequests and authenticates ServiceAccount tokens (optional: without it
 	// serviceaccounts/token is 404 and JWT bearer tokens go to the Authenticator like any other).
 	ServiceAccountTokens *satoken.Tokens
-	// Connector serves pods/log, pods/exec, pods/attach, pods/portforward and nodes/proxy (optional: without it
-	// they are 404).
+	// Connector serves pods/log, pods/exec, pods/attach, pods/portforward, pods/proxy, services/proxy and
+	// nodes/proxy (optional: without it they are 404).
 	Connector Connector
 }
 

@@ -150,8 +150,8 @@ func subresources(r *resources.Resource) []subresource {
 	}
 	if r.GVK.Group == "" {
 		for _, name := range slices.Sorted(maps.Keys(connectSubresources[r.Storage])) {
-			out = append(out, subresource{name, schema.GroupVersionKind{Version: "v1", Kind: connectKinds[name]},
-				connectSubresources[r.Storage][name]})
+			kind := schema.GroupVersionKind{Version: "v1", Kind: connectKinds[r.Storage+"/"+name]}
+			out = append(out, subresource{name, kind, connectSubresources[r.Storage][name]})
 		}
 	}
 	return out

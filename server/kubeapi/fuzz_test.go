@@ -40,7 +40,8 @@ func requireClientError(t *testing.T, err error) {
 
 func FuzzParseRequestInfo(f *testing.F) {
 	for _, p := range []string{"/api/v1/namespaces/default/pods/p/status", "/apis/apps/v1/watch/namespaces/x/deployments",
-		"/api/v1/namespaces/x", "/api/v1/namespaces/x/finalize", "/api/v1//x", "/apis/a/b/namespaces//y", "api//0//0", "/version", "", "///"} {
+		"/api/v1/namespaces/x", "/api/v1/namespaces/x/finalize", "/api/v1//x", "/api/v1/namespaces/d/pods/p/proxy/a//b/",
+		"/apis/a/b/namespaces//y", "api//0//0", "/version", "", "///"} {
 		f.Add(http.MethodGet, p, false)
 	}
 	f.Add(http.MethodDelete, "/api/v1/namespaces/default/configmaps", true)

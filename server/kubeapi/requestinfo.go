@@ -50,7 +50,11 @@ func parseRequestInfo(method, path string, watchParam bool) requestInfo {
 		// /namespaces/<ns>/<resource>...; /namespaces/<ns> alone is the namespace object.
 		ri.namespace, rest = rest[1], rest[2:]
 	}
-	if slices.Contains(rest, "") { // an empty segment ("/api/v1//x", ".../pods//status") names no resource
+	named := rest
+	if len(rest) > 2 && rest[2] == "proxy" {
+		named = rest[:3] // below <name>/proxy is the proxied request's path, which may have empty segments
+	}
+	if slices.Contains(named, "") { // an empty segment ("/api/v1//x", ".../pods//status") names no resource
 		return requestInfo{parts: parts}
 	}
 	ri.plural = rest[0]

@@ -33,7 +33,7 @@ func (rq *request) serveResource() error {
 	if res.Namespaced && ri.namespace == "" && ri.verb != "list" && ri.verb != "watch" {
 		return notFoundPath()
 	}
-	if ri.verb == "" {
+	if ri.verb == "" && !rq.isProxyOptions() {
 		return statusErr(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
 			"the server does not allow this method on the requested resource")
 	}
@@ -54,7 +54,9 @@ func (rq *request) serveResource() error {
 		}
 		defer release()
 	}
-	if rq.r.Body != nil {
+	if rq.r.Body != nil && !rq.isConnect() {
+		// Bodies the API decodes are bounded; a connect subresource's streams to the kubelet or the pod, held
+		// nowhere, and as upstream's is not.
 		rq.r.Body = http.MaxBytesReader(rq.w, rq.r.Body, rq.api.cfg.MaxBodyBytes)
 	}
 	return rq.dispatch()
@@ -101,7 +103,7 @@ func (rq *request) checkSubresource() error {
 	if ri.subresource != "" {
 		allowed = false
 		for _, s := range subresources(res) {
-			if s.name == ri.subresource && contains(s.verbs, ri.verb) {
+			if s.name == ri.subresource && (contains(s.verbs, ri.verb) || rq.isProxyOptions()) {
 				allowed = true
 			}
 		}
