@@ -37,6 +37,9 @@ type Resource struct {
 	Status bool
 	// Scale, when set, serves a /scale subresource (autoscaling/v1 Scale).
 	Scale *Scale
+	// Resize, when set, serves a /resize subresource (pods): get, update and patch of the whole object, of which
+	// an update keeps only what Resize.Prepare lets through.
+	Resize *Resize
 	// Generation: metadata.generation is 1 on create and bumped whenever anything outside metadata and status
 	// changes.
 	Generation bool
@@ -84,6 +87,15 @@ type Scale struct {
 	Status func(obj runtime.Object) autoscalingv1.ScaleStatus
 	// Set sets spec.replicas.
 	Set func(obj runtime.Object, replicas int32)
+}
+
+// Resize is a subresource that changes a narrow part of the object's spec (pods/resize: containers' resources
+// and resize policies), with its own strategy as upstream's podResizeStrategy.
+type Resize struct {
+	// Prepare sets obj (a PUT body or a patch result) back to old everywhere but where a resize may change it.
+	Prepare func(obj, old runtime.Object)
+	// Validate checks a resize against the stored object; the machinery also runs Validate on the new object.
+	Validate func(obj, old runtime.Object) field.ErrorList
 }
 
 // Table describes a resource's table output (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`).
