@@ -89,6 +89,7 @@ func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (*shim.Spe
 		Cwd:         c.WorkingDir,
 		NetNS:       sb.NetNS,
 		CgroupProcs: r.cg.procsFiles(rec.Cgroup),
+		CgroupNS:    r.cg.v2,
 		LogPath:     rec.LogPath,
 		LogMaxBytes: r.cfg.LogMaxBytes,
 		LogMaxFiles: r.cfg.LogMaxFiles,

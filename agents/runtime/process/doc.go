@@ -16,7 +16,11 @@
 //     there: there is no root filesystem), in the cgroup
 //     <CgroupRoot>/pod-<id>/<container id> with memory.max, cpu.max and
 //     cpu.weight (v1: limit_in_bytes, cfs_quota_us/cfs_period_us, shares),
-//     as RunAsUser/RunAsGroup/SupplementalGroups, in WorkingDir.
+//     as RunAsUser/RunAsGroup/SupplementalGroups, in WorkingDir. On v2 it
+//     has a cgroup namespace of its own with cgroup2 mounted read-only at
+//     /sys/fs/cgroup (its own limits there, as runc gives containers).
+//     UpdateContainerResources rewrites those limits in place (in-place pod
+//     resize) and records them for ContainerStatus.
 //   - Each container has a shim: the runtime's binary re-executed
 //     (/proc/self/exe, argv[0] "wheelhouse-runtime:shim") in a session of its
 //     own, so the agent may exit or be killed while containers run. The shim
