@@ -179,13 +179,7 @@ func sandboxConfig(pod *corev1.Pod, attempt uint32, logDir string) *runtimeapi.P
 
 // containerConfig is the CRI container of a pod container.
 func containerConfig(pod *corev1.Pod, c *corev1.Container, attempt uint32, env []*runtimeapi.KeyValue, mounts []*runtimeapi.Mount) *runtimeapi.ContainerConfig {
-	res := &runtimeapi.LinuxContainerResources{CpuPeriod: 100_000, CpuShares: cpuShares(c)}
-	if cpu, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-		res.CpuQuota = cpu.MilliValue() * 100_000 / 1000
-	}
-	if mem, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-		res.MemoryLimitInBytes = mem.Value()
-	}
+	res := linuxResources(c.Resources)
 	sec := &runtimeapi.LinuxContainerSecurityContext{}
 	if sc := c.SecurityContext; sc != nil && sc.RunAsUser != nil {
 		sec.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
@@ -203,19 +197,6 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, attempt uint32, env [
 		Stdin:       c.Stdin, StdinOnce: c.StdinOnce, Tty: c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: sec},
 	}
-}
-
-// cpuShares converts the CPU request to cgroup v1 shares as kubelet does (2 minimum, 1024 per CPU).
-func cpuShares(c *corev1.Container) int64 {
-	req, ok := c.Resources.Requests[corev1.ResourceCPU]
-	if !ok {
-		if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-			req = lim
-		} else {
-			return 2
-		}
-	}
-	return max(req.MilliValue()*1024/1000, 2)
 }
 
 // containerID is the ID as a pod status shows it.

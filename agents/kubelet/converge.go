@@ -57,6 +57,7 @@ func (w *worker) converge(ctx context.Context, pod *corev1.Pod) observed {
 	sbConfig, _ := w.p.sandboxConfig(pod, sb.Metadata.GetAttempt())
 	w.probes.sync(pod, ob)
 	ob.ready, ob.started = w.probes.readiness(), w.probes.startup() // with the probers just started
+	w.actuateResize(ctx, pod, sb.Id, sbConfig, &ob)
 	if !w.initContainers(ctx, pod, sb.Id, sbConfig, &ob) {
 		return ob
 	}
