@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wheelhouse-dev/wheelhouse/agents/runtime"
@@ -136,6 +139,79 @@ func TestPodResizeInPlace(t *testing.T) {
 		return slices.Contains(seen(), "PodResizeInProgress=True gen 2")
 	})
 	e.eventually("web", `Normal ResizeCompleted Pod resize completed: {"containers":[{"name":"app","resources":{"limits":{"cpu":"35m","memory":"50Mi"},"requests":{"cpu":"25m","memory":"40Mi"}}}],"generation":2}`, 1)
+}
+
+// TestPodResizeSeveralContainers is the conformance test "burstable pods - extended, 6 containers - various
+// operations performed (including adding limits and requests)" at the node: a strategic merge patch of
+// pods/resize made as the test makes it (CreateTwoWayMergePatch from the original pod to the resized one) adds,
+// raises and lowers requests and limits of five containers at once; each container's status then says exactly
+// what the test compares (allocatedResources equal to the requests, resources to the requirements, nil where
+// none).
+func TestPodResizeSeveralContainers(t *testing.T) {
+	e := newPodEnv(t)
+	orig := map[string]corev1.ResourceRequirements{
+		"c1": requirements("cpu=20m", ""), "c2": requirements("memory=35Mi", ""), "c3": requirements("cpu=20m,memory=35Mi", ""),
+		"c4": requirements("cpu=20m", ""), "c5": requirements("memory=35Mi", ""),
+	}
+	want := map[string]corev1.ResourceRequirements{
+		"c1": requirements("cpu=25m", "cpu=35m"), "c2": requirements("memory=30Mi", "memory=50Mi"),
+		"c3": requirements("cpu=20m,memory=30Mi", ""), "c4": requirements("cpu=15m,memory=35Mi", ""),
+		"c5": requirements("cpu=20m,memory=40Mi", ""),
+	}
+	names := []string{"c1", "c2", "c3", "c4", "c5"}
+	podWith := func(res map[string]corev1.ResourceRequirements) *corev1.Pod {
+		var cs []corev1.Container
+		for _, n := range names {
+			cs = append(cs, sleeper(n, res[n]))
+		}
+		return simple("five", corev1.RestartPolicyOnFailure, cs...)
+	}
+	e.create(podWith(orig))
+	e.until("running", func(p *corev1.Pod) bool {
+		for _, n := range names {
+			if !resizedTo(p, n, orig[n]) {
+				return false
+			}
+		}
+		return p.Status.Phase == corev1.PodRunning
+	}, "five")
+	before, _ := json.Marshal(podWith(orig))
+	after, _ := json.Marshal(podWith(want))
+	patch, err := strategicpatch.CreateTwoWayMergePatch(before, after, corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.CoreV1().Pods("default").Patch(t.Context(), "five", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
+		t.Fatal(err)
+	}
+	e.until("every container resized", func(p *corev1.Pod) bool {
+		for _, n := range names {
+			if !resizedTo(p, n, want[n]) || containerStatus(p, n).RestartCount != 0 {
+				return false
+			}
+		}
+		return p.Generation == 2
+	}, "five")
+}
+
+// TestPodResizeEquivalents is the conformance test "resize with equivalents" at the node: 2m/10m to 1m/5m and
+// back are the same cgroup settings (2 shares, the 1 ms quota), yet the status reports each resize as asked.
+func TestPodResizeEquivalents(t *testing.T) {
+	e := newPodEnv(t)
+	orig, small := requirements("cpu=2m", "cpu=10m"), requirements("cpu=1m", "cpu=5m")
+	e.create(simple("eq", corev1.RestartPolicyOnFailure, sleeper("c1", orig)))
+	e.until("running", func(p *corev1.Pod) bool { return resizedTo(p, "c1", orig) && p.Status.Phase == corev1.PodRunning }, "eq")
+	for i, r := range []corev1.ResourceRequirements{small, orig} {
+		e.resize("eq", "c1", r)
+		e.until(fmt.Sprintf("resize %d", i), func(p *corev1.Pod) bool { return resizedTo(p, "c1", r) }, "eq")
+		st, err := e.rt.ContainerStatus(t.Context(), e.running("c1"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lin := st.Status.GetResources().GetLinux(); lin.CpuShares != 2 || lin.CpuQuota != 1000 {
+			t.Errorf("resize %d: runtime resources %v, want shares 2 and quota 1000", i, lin)
+		}
+	}
 }
 
 // watchConditions records the resize conditions of the pod called name, as "Type=Status gen N", from a watch
