@@ -178,13 +178,7 @@ func sandboxConfig(pod *corev1.Pod, attempt uint32, logDir string) *runtimeapi.P
 
 // containerConfig is the CRI container of a pod container; its security context is securitycontext.go's.
 func containerConfig(pod *corev1.Pod, c *corev1.Container, attempt uint32, env []*runtimeapi.KeyValue, mounts []*runtimeapi.Mount) *runtimeapi.ContainerConfig {
-	res := &runtimeapi.LinuxContainerResources{CpuPeriod: 100_000, CpuShares: cpuShares(c)}
-	if cpu, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-		res.CpuQuota = cpu.MilliValue() * 100_000 / 1000
-	}
-	if mem, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-		res.MemoryLimitInBytes = mem.Value()
-	}
+	res := linuxResources(c.Resources)
 	return &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: attempt},
 		Image:    &runtimeapi.ImageSpec{Image: c.Image},
@@ -196,19 +190,6 @@ func containerConfig(pod *corev1.Pod, c *corev1.Container, attempt uint32, env [
 		Stdin:       c.Stdin, StdinOnce: c.StdinOnce, Tty: c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: containerSecurityContext(pod, c)},
 	}
-}
-
-// cpuShares converts the CPU request to cgroup v1 shares as kubelet does (2 minimum, 1024 per CPU).
-func cpuShares(c *corev1.Container) int64 {
-	req, ok := c.Resources.Requests[corev1.ResourceCPU]
-	if !ok {
-		if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-			req = lim
-		} else {
-			return 2
-		}
-	}
-	return max(req.MilliValue()*1024/1000, 2)
 }
 
 // containerID is the ID as a pod status shows it.

@@ -59,6 +59,7 @@ func (w *worker) converge(ctx context.Context, pod *corev1.Pod) observed {
 	ob.ready, ob.started = w.probes.readiness(), w.probes.startup() // with the probers just started
 	// Ephemeral containers first, as upstream's: a debugging container starts even while init containers fail.
 	w.ephemeralContainers(ctx, pod, sb.Id, sbConfig, &ob)
+	w.actuateResize(ctx, pod, sb.Id, sbConfig, &ob)
 	if !w.initContainers(ctx, pod, sb.Id, sbConfig, &ob) {
 		return ob
 	}

@@ -108,6 +108,7 @@ type Pods struct {
 	// images is the image manager, with a runtime that runs images (nil: Images only records them).
 	images *imageManager
 
+	alloc  *allocations // the resources allocated to each pod (in-place resize)
 	stats  usageSampler // CPU readings between summaries
 	starts *startGate   // nil: no limit
 	// runtimeDown is set while pod workers find the runtime unreachable (their syncs skipped), so that an outage
@@ -125,10 +126,14 @@ func NewPods(cs kubernetes.Interface, cfg PodsConfig) (*Pods, error) {
 		return nil, errors.New("kubelet: the pod manager needs a node name, a runtime, a data dir and the node's IP")
 	}
 	cfg = cfg.withDefaults()
+	alloc, err := loadAllocations(filepath.Join(cfg.DataDir, allocationsFile))
+	if err != nil {
+		return nil, err
+	}
 	o := objects{cs: cs, services: cfg.Services, node: cfg.NodeName}
 	p := &Pods{cfg: cfg, cs: cs, objs: o, vols: volumes{o: o, podsDir: filepath.Join(cfg.DataDir, "pods"), tokens: newTokenCache(cfg.Clock.Now)},
 		log: cfg.Logger.With("node", cfg.NodeName), workers: map[types.UID]*worker{},
-		starts: newStartGate(cfg.MaxParallelStarts, cfg.startHold)}
+		starts: newStartGate(cfg.MaxParallelStarts, cfg.startHold), alloc: alloc}
 	if svc, ok := cfg.Images.(runtime.ImageService); ok {
 		policy := cfg.ImageGC.withDefaults()
 		if err := policy.validate(); err != nil {
@@ -155,7 +160,7 @@ func (p *Pods) Run(ctx context.Context) error {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", p.cfg.NodeName).String()
 		})
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.update(ctx, obj.(*corev1.Pod)) },
 		UpdateFunc: func(_, obj any) { p.update(ctx, obj.(*corev1.Pod)) },
 		DeleteFunc: func(obj any) {
@@ -174,7 +179,9 @@ func (p *Pods) Run(ctx context.Context) error {
 	if p.images != nil {
 		p.wg.Go(func() { p.images.gc.run(ctx) })
 	}
-	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	// Synced once the handler has seen every pod (not only the informer's store): a pod without a worker yet
+	// would be taken for gone.
+	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced, reg.HasSynced) {
 		p.collectOrphans(ctx)
 	}
 	t := p.cfg.Clock.NewTicker(time.Minute)
@@ -228,6 +235,15 @@ func (p *Pods) collectOrphans(ctx context.Context) {
 	if err != nil {
 		p.log.Warn("listing the runtime's sandboxes failed", "err", err)
 		return
+	}
+	// The allocations of pods that no longer have a worker (gone while the agent was down, or since) go too.
+	if err := p.alloc.retain(func(uid types.UID) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_, known := p.workers[uid]
+		return known
+	}); err != nil {
+		p.log.Warn("writing the pod resource allocations failed", "err", err)
 	}
 	for _, sb := range sandboxes {
 		uid := types.UID(sb.Labels[labelPodUID])

@@ -41,6 +41,7 @@ type worker struct {
 	synced *observedRead
 	// leaveStart gives up the pod's place in the start gate while converge holds it (nil otherwise).
 	leaveStart func()
+	resize     resizeState // in-place resize (resize.go)
 }
 
 func newWorker(p *Pods, uid types.UID) *worker {
@@ -131,6 +132,7 @@ func (w *worker) sync(ctx context.Context) bool {
 		w.p.cfg.Recorder.Eventf(pod, corev1.EventTypeNormal, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 		return false
 	}
+	pod = w.admitResize(ctx, pod) // the pod with the resources the node allocated it
 	first, ok, err := w.read(ctx, pod)
 	if err != nil {
 		// The runtime did not answer (containerd died or is stuck). What the worker would see is no sandbox and no
@@ -190,6 +192,7 @@ func (w *worker) status(pod *corev1.Pod, ob observed) corev1.PodStatus {
 	if w.last != nil && w.last.StartTime != nil {
 		st.StartTime = w.last.StartTime // the informer may not show our first write yet
 	}
+	w.resizeStatus(pod, &st, ob)
 	return st
 }
 
@@ -485,4 +488,5 @@ func statusPatch(uid types.UID, old, next corev1.PodStatus) ([]byte, error) {
 
 // ownConditions are the pod conditions the kubelet sets; the others (PodScheduled, DisruptionTarget, readiness
 // gates) belong to someone else: the status patch leaves them alone.
-var ownConditions = []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady}
+var ownConditions = []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady,
+	corev1.PodResizePending, corev1.PodResizeInProgress}

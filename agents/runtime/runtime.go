@@ -48,6 +48,12 @@ type ContainerManager interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	// ContainerStatus returns the container's status; NotFound if unknown.
 	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	// UpdateContainerResources applies new cpu and memory limits (CRI's LinuxContainerResources: shares, quota
+	// and period, memory limit) to a CREATED or RUNNING container in place, without restarting it (in-place pod
+	// resize); ContainerStatus reports them from then on. NotFound if unknown. An exited container is refused
+	// (FailedPrecondition) by some runtimes and accepted for nothing by others (containerd): callers update
+	// running ones only.
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error
 	// ExecSync runs cmd in the container and returns its output. A non-zero
 	// exit is a k8s.io/utils/exec.CodeExitError (with the output still
 	// returned); a timeout (0: none) is a k8s.io/utils/exec timeout error.

@@ -108,6 +108,9 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 	if sas, ok := reg.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}); ok {
 		adm.serviceAccount = &admissionpkg.ServiceAccount{Accounts: admissionpkg.CachedServiceAccounts{API: api, Res: sas}}
 	}
+	if nodes, ok := reg.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}); ok {
+		adm.podResize = &admissionpkg.PodResize{Nodes: admissionpkg.CachedNodes{API: api, Res: nodes}}
+	}
 	src, err := api.RBACSource()
 	if err == nil {
 		authz.a, err = rbac.New(rbac.Config{Source: src, Pods: src, Logger: log.With("component", "rbac")})

@@ -69,11 +69,13 @@ func (r *rbacAuthorizer) Authorize(ctx context.Context, at kubeapi.Attributes) (
 
 // admission checks writes before they are stored: Priority for new pods (spec.priority from the
 // PriorityClass), ServiceAccount for new pods (the kube-api-access volume), DefaultTolerationSeconds for new
-// pods, NodeRestriction for nodes, then RBAC's escalation check for RBAC objects.
+// pods, PodResizeValidator for resizes (the node's allocatable), NodeRestriction for nodes, then RBAC's
+// escalation check for RBAC objects.
 type admission struct {
 	r              *rbacAuthorizer
 	priority       *admissionpkg.Priority       // set once the API exists
 	serviceAccount *admissionpkg.ServiceAccount // set once the API exists
+	podResize      *admissionpkg.PodResize      // set once the API exists
 	tolerations    admissionpkg.DefaultTolerationSeconds
 }
 
@@ -90,6 +92,11 @@ func (ad *admission) Admit(ctx context.Context, req kubeapi.AdmissionRequest) er
 	}
 	if err := ad.tolerations.Admit(ctx, req); err != nil {
 		return err
+	}
+	if ad.podResize != nil {
+		if err := ad.podResize.Admit(ctx, req); err != nil {
+			return err
+		}
 	}
 	if err := rbac.CheckNodeRestriction(req.User.Name, req.User.Groups, req.Operation, req.Object, req.OldObject); err != nil {
 		return err

@@ -159,9 +159,13 @@ func (pi *PodInfo) uidKey() uint64 {
 // have refused them).
 func NewPodInfo(pod *corev1.Pod) (*PodInfo, error) {
 	pi := &PodInfo{Pod: pod}
-	pi.Requests = NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	// While a resize is pending or in progress (KEP 1287) a pod holds the larger of what its spec asks and what the
+	// kubelet allocated or applied (its containers' status), as upstream's scheduler counts it: a shrink frees
+	// room only once the node has made it, a growth takes room as soon as it is asked for (an infeasible one not).
+	pi.Requests = NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true}))
 	pi.Requests.AllowedPodNumber = 1
 	nz := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+		UseStatusResources: true,
 		NonMissingContainerRequests: corev1.ResourceList{
 			corev1.ResourceCPU:    *resourceQuantity(DefaultMilliCPURequest, true),
 			corev1.ResourceMemory: *resourceQuantity(DefaultMemoryRequest, false),

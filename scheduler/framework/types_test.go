@@ -151,6 +151,48 @@ func TestNewPodInfoRequests(t *testing.T) {
 	}
 }
 
+// TestNewPodInfoDuringResize: a pod being resized counts the larger of its spec's requests and what its
+// containers' status says the kubelet allocated and applied; an infeasible resize's spec does not count.
+func TestNewPodInfoDuringResize(t *testing.T) {
+	status := func(allocated, applied corev1.ResourceList) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "c", AllocatedResources: allocated, Resources: &corev1.ResourceRequirements{Requests: applied}}
+	}
+	for _, tc := range []struct {
+		name       string
+		spec       corev1.ResourceList
+		status     corev1.ContainerStatus
+		infeasible bool
+		want       Resource
+	}{
+		{name: "no resize", spec: rl("cpu", "500m", "memory", "1Gi"), status: status(rl("cpu", "500m", "memory", "1Gi"), rl("cpu", "500m", "memory", "1Gi")),
+			want: Resource{MilliCPU: 500, Memory: 1024 * mi, AllowedPodNumber: 1}},
+		{name: "growth pending", spec: rl("cpu", "2", "memory", "1Gi"), status: status(rl("cpu", "500m", "memory", "1Gi"), rl("cpu", "500m", "memory", "1Gi")),
+			want: Resource{MilliCPU: 2000, Memory: 1024 * mi, AllowedPodNumber: 1}},
+		{name: "shrink allocated, not applied yet", spec: rl("cpu", "100m", "memory", "256Mi"), status: status(rl("cpu", "100m", "memory", "256Mi"), rl("cpu", "500m", "memory", "1Gi")),
+			want: Resource{MilliCPU: 500, Memory: 1024 * mi, AllowedPodNumber: 1}},
+		{name: "infeasible growth", spec: rl("cpu", "64", "memory", "1Gi"), status: status(rl("cpu", "500m", "memory", "1Gi"), rl("cpu", "500m", "memory", "1Gi")),
+			infeasible: true, want: Resource{MilliCPU: 500, Memory: 1024 * mi, AllowedPodNumber: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := podSpec(corev1.PodSpec{Containers: []corev1.Container{ctr("c", tc.spec)}})
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{tc.status}
+			if tc.infeasible {
+				pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
+			}
+			pi, err := NewPodInfo(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, pi.Requests); diff != "" {
+				t.Errorf("Requests (-want +got):\n%s", diff)
+			}
+			if pi.NonZero.MilliCPU != tc.want.MilliCPU || pi.NonZero.Memory != tc.want.Memory {
+				t.Errorf("NonZero %+v, want the requests' cpu and memory", pi.NonZero)
+			}
+		})
+	}
+}
+
 func TestResource(t *testing.T) {
 	r := NewResource(rl("cpu", "1500m", "memory", "1Ki", "ephemeral-storage", "2", "pods", "10", "example.com/gpu", "2"))
 	got := map[corev1.ResourceName]int64{}

@@ -131,6 +131,9 @@ func subresources(r *resources.Resource) []subresource {
 	if r.Status {
 		out = append(out, subresource{"status", r.GVK, []string{"get", "patch", "update"}})
 	}
+	if r.Resize != nil {
+		out = append(out, subresource{"resize", r.GVK, []string{"get", "patch", "update"}})
+	}
 	if r.Scale != nil {
 		out = append(out, subresource{"scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
 			[]string{"get", "patch", "update"}})

@@ -60,7 +60,7 @@ func TestDiscoveryListsEveryKind(t *testing.T) {
 			subs[r.Name] = true
 		}
 	}
-	for _, s := range []string{"pods/status", "pods/binding", "deployments/scale", "deployments/status", "replicasets/scale",
+	for _, s := range []string{"pods/status", "pods/binding", "pods/resize", "deployments/scale", "deployments/status", "replicasets/scale",
 		"statefulsets/scale", "nodes/status", "services/status"} {
 		if !subs[s] {
 			t.Errorf("subresource %s not discovered", s)

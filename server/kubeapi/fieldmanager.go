@@ -31,7 +31,7 @@ func newFieldManagers(tc managedfields.TypeConverter) *fieldManagers {
 	return &fieldManagers{converter: tc, byKey: map[fmKey]*managedfields.FieldManager{}}
 }
 
-// get returns the FieldManager of res (subresource "", "status" or one of its UpdateSubresources).
+// get returns the FieldManager of res (subresource "", "status", "resize" or one of its UpdateSubresources).
 func (f *fieldManagers) get(res *resources.Resource, subresource string) (*managedfields.FieldManager, error) {
 	k := fmKey{res.GVK, subresource}
 	f.mu.Lock()
@@ -60,6 +60,18 @@ func (f *fieldManagers) get(res *resources.Resource, subresource string) (*manag
 			fieldpath.APIVersion(res.GVK.GroupVersion().String()): fieldpath.NewExcludeSetFilter(
 				fieldpath.NewSet(fieldpath.MakePathOrDie(path))),
 		}
+	}
+	if subresource == "resize" {
+		// A resize sets only the containers' resources and resize policies (upstream's podResizeStrategy
+		// resetFieldsFilter): server-side apply to /resize ignores the rest of what it is sent.
+		var matchers []*fieldpath.SetMatcher
+		for _, list := range []string{"containers", "initContainers"} {
+			for _, f := range []string{"resources", "resizePolicy"} {
+				matchers = append(matchers, fieldpath.MakePrefixMatcherOrDie("spec", list, fieldpath.MatchAnyPathElement(), f))
+			}
+		}
+		reset = map[fieldpath.APIVersion]fieldpath.Filter{
+			fieldpath.APIVersion(res.GVK.GroupVersion().String()): fieldpath.NewIncludeMatcherFilter(matchers...)}
 	}
 	fm, err := managedfields.NewDefaultFieldManager(f.converter, resources.Scheme, defaulter{res}, resources.Scheme,
 		res.GVK, res.GVK.GroupVersion(), subresource, reset)

@@ -44,7 +44,8 @@ func prepareCreate(res *resources.Resource, obj runtime.Object, now time.Time) {
 }
 
 // prepareUpdate carries the server-owned metadata of old into obj and applies the status split (the main
-// resource keeps the stored status; /status keeps everything but status).
+// resource keeps the stored status; /status keeps everything but status; /resize keeps only what the resource's
+// Resize strategy lets through).
 func prepareUpdate(res *resources.Resource, obj, old runtime.Object, subresource string) {
 	m, o := mustAccessor(obj), mustAccessor(old)
 	if m.GetUID() == "" {
@@ -57,6 +58,8 @@ func prepareUpdate(res *resources.Resource, obj, old runtime.Object, subresource
 	m.SetName(o.GetName())
 	m.SetNamespace(o.GetNamespace())
 	switch us := res.UpdateSubresources[subresource]; {
+	case subresource == "resize" && res.Resize != nil:
+		res.Resize.Prepare(obj, old)
 	case subresource == "status":
 		copyAllBut(obj, old, "Status", "ObjectMeta", "TypeMeta")
 		m.SetDeletionTimestamp(o.GetDeletionTimestamp())
@@ -119,6 +122,11 @@ func validateUpdate(res *resources.Resource, obj, old runtime.Object, subresourc
 			errs = append(errs, res.Validate(obj)...)
 		}
 		errs = append(errs, us.Validate(obj, old)...)
+	case subresource == "resize" && res.Resize != nil:
+		if res.Validate != nil {
+			errs = append(errs, res.Validate(obj)...)
+		}
+		errs = append(errs, res.Resize.Validate(obj, old)...)
 	default:
 		if res.Validate != nil {
 			errs = append(errs, res.Validate(obj)...)

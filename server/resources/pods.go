@@ -22,6 +22,7 @@ func init() {
 		New:        func() runtime.Object { return &corev1.Pod{} },
 		NewList:    func() runtime.Object { return &corev1.PodList{} },
 		Status:     true,
+		Resize:     podResize,
 		Generation: true,
 		Default:    func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
 		Validate: func(obj runtime.Object) field.ErrorList {

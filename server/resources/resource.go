@@ -40,6 +40,9 @@ type Resource struct {
 	// UpdateSubresources are subresources through which an update or patch changes one part of an object and
 	// nothing else, by name (pods/ephemeralcontainers). Each serves get, update and patch of the whole object.
 	UpdateSubresources map[string]*UpdateSubresource
+	// Resize, when set, serves a /resize subresource (pods): get, update and patch of the whole object, of which
+	// an update keeps only what Resize.Prepare lets through.
+	Resize *Resize
 	// Generation: metadata.generation is 1 on create and bumped whenever anything outside metadata and status
 	// changes.
 	Generation bool
@@ -104,6 +107,15 @@ type UpdateSubresource struct {
 	Prepare func(obj, old runtime.Object)
 	// Validate checks the prepared object against old. The machinery also runs Validate on it, never
 	// ValidateUpdate: the main resource's update rules are what the subresource is there to bypass.
+	Validate func(obj, old runtime.Object) field.ErrorList
+}
+
+// Resize is a subresource that changes a narrow part of the object's spec (pods/resize: containers' resources
+// and resize policies), with its own strategy as upstream's podResizeStrategy.
+type Resize struct {
+	// Prepare sets obj (a PUT body or a patch result) back to old everywhere but where a resize may change it.
+	Prepare func(obj, old runtime.Object)
+	// Validate checks a resize against the stored object; the machinery also runs Validate on the new object.
 	Validate func(obj, old runtime.Object) field.ErrorList
 }
 

@@ -40,6 +40,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		Annotations: copyMap(config.Annotations),
 		LogPath:     logPath,
 	}
+	if res := config.GetLinux().GetResources(); res != nil {
+		r.containers[id].Resources = &runtimeapi.ContainerResources{Linux: clone(res)}
+	}
 	r.ctrSandbox[id] = podSandboxID
 	return id, nil
 }
@@ -123,6 +126,28 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 		return nil, runtime.NotFoundError("container", containerID)
 	}
 	return &runtimeapi.ContainerStatusResponse{Status: clone(c)}, nil
+}
+
+// UpdateContainerResources implements runtime.ContainerManager: the container's status reports the new
+// resources; an UpdateHook's error fails the call instead.
+func (r *Runtime) UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record("UpdateContainerResources")
+	c, ok := r.containers[containerID]
+	if !ok {
+		return runtime.NotFoundError("container", containerID)
+	}
+	if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		return runtime.PreconditionError("container %q has exited", containerID)
+	}
+	if r.updateHook != nil {
+		if err := r.updateHook(containerID, resources); err != nil {
+			return err
+		}
+	}
+	c.Resources = clone(resources)
+	return nil
 }
 
 // exitLocked moves c to EXITED; r.mu must be held.

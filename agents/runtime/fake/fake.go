@@ -22,6 +22,9 @@ const RuntimeName = "wheelhouse-fake"
 // ExecHook decides the outcome of an ExecSync: its output and exit code.
 type ExecHook func(containerID string, cmd []string) (stdout, stderr []byte, exitCode int)
 
+// UpdateHook decides whether an UpdateContainerResources fails (non-nil error) before it is applied.
+type UpdateHook func(containerID string, resources *runtimeapi.ContainerResources) error
+
 // Runtime is the in-memory runtime. The zero value is not usable; call New.
 type Runtime struct {
 	now func() time.Time
@@ -33,6 +36,7 @@ type Runtime struct {
 	ctrSandbox map[string]string // container ID -> sandbox ID
 	images     map[string]bool
 	execHook   ExecHook
+	updateHook UpdateHook
 	calls      []string
 	noCallLog  bool // calls stays empty (WithoutCallLog)
 }
@@ -73,6 +77,13 @@ func (r *Runtime) SetExecHook(hook ExecHook) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.execHook = hook
+}
+
+// SetUpdateHook makes UpdateContainerResources ask hook first (nil: every update succeeds).
+func (r *Runtime) SetUpdateHook(hook UpdateHook) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.updateHook = hook
 }
 
 // Exit makes a RUNNING container exit with code; reason and message are

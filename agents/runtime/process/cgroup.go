@@ -204,6 +204,92 @@ func (c *cgroups) write(controller, dir string, res cgroupResources) error {
 	return nil
 }
 
+// update writes res into the existing cgroup rel, replacing its memory and cpu limits: unlike create, an unset
+// limit is written as none ("max", -1), so that a limit can also be lifted. On v1, memory.limit_in_bytes and
+// memory.memsw.limit_in_bytes are written in the order the kernel accepts (the swap limit may never be below
+// the memory limit).
+func (c *cgroups) update(rel string, res cgroupResources) error {
+	for _, b := range c.bases {
+		dir := filepath.Join(b.dir, rel)
+		var files [][2]string
+		if c.v2 {
+			files = v2UpdateFiles(res)
+		} else {
+			files = v1UpdateFiles(b.controller, dir, res)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0); err != nil {
+				if errors.Is(err, fs.ErrNotExist) && optionalFile(f[0]) {
+					continue
+				}
+				return fmt.Errorf("cgroup %s: write %s=%s: %w", dir, f[0], f[1], err)
+			}
+		}
+	}
+	return nil
+}
+
+// v2UpdateFiles lists the (file, value) pairs update writes on cgroup v2.
+func v2UpdateFiles(res cgroupResources) [][2]string {
+	mem := "max"
+	if res.MemoryLimit > 0 {
+		mem = strconv.FormatInt(res.MemoryLimit, 10)
+	}
+	quota, period := "max", res.CPUPeriod
+	if res.CPUQuota > 0 {
+		quota = strconv.FormatInt(res.CPUQuota, 10)
+	}
+	if period <= 0 {
+		period = 100000
+	}
+	out := [][2]string{{"memory.max", mem}, {"cpu.max", quota + " " + strconv.FormatInt(period, 10)}}
+	if res.CPUShares > 0 {
+		out = append(out, [2]string{"cpu.weight", strconv.FormatUint(cpuSharesToWeight(uint64(res.CPUShares)), 10)})
+	}
+	return out
+}
+
+// v1UpdateFiles lists the (file, value) pairs update writes in dir, a cgroup of a v1 controller hierarchy.
+func v1UpdateFiles(controller, dir string, res cgroupResources) [][2]string {
+	switch controller {
+	case "memory":
+		limit, swap := int64(-1), int64(-1)
+		if res.MemoryLimit > 0 {
+			limit, swap = res.MemoryLimit, max(res.SwapLimit, res.MemoryLimit)
+		}
+		mem := [2]string{"memory.limit_in_bytes", strconv.FormatInt(limit, 10)}
+		memsw := [2]string{"memory.memsw.limit_in_bytes", strconv.FormatInt(swap, 10)}
+		cur, err := readInt(filepath.Join(dir, "memory.limit_in_bytes"))
+		if err == nil && (limit == -1 || limit > cur) {
+			return [][2]string{memsw, mem} // raising: the swap limit first
+		}
+		return [][2]string{mem, memsw}
+	case "cpu":
+		quota, period := res.CPUQuota, res.CPUPeriod
+		if quota <= 0 {
+			quota = -1
+		}
+		if period <= 0 {
+			period = 100000
+		}
+		out := [][2]string{{"cpu.cfs_period_us", strconv.FormatInt(period, 10)}, {"cpu.cfs_quota_us", strconv.FormatInt(quota, 10)}}
+		if res.CPUShares > 0 {
+			out = append(out, [2]string{"cpu.shares", strconv.FormatInt(res.CPUShares, 10)})
+		}
+		return out
+	}
+	return nil
+}
+
+// readInt reads a file holding one integer.
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
 // optionalFile reports whether a missing file may be skipped (swap
 // accounting is often compiled out).
 func optionalFile(name string) bool {

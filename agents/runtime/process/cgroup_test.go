@@ -89,6 +89,33 @@ func TestV2Create(t *testing.T) {
 	}
 }
 
+// TestV2Update: an update writes every limit of a v2 cgroup, a lifted one as "max".
+func TestV2Update(t *testing.T) {
+	base := t.TempDir()
+	c := &cgroups{v2: true, bases: []cgroupBase{{dir: base}}}
+	if err := os.MkdirAll(filepath.Join(base, "pod-1/ctr-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		res  cgroupResources
+		want map[string]string
+	}{
+		{cgroupResources{MemoryLimit: 40 << 20, CPUQuota: 3500, CPUPeriod: 100000, CPUShares: 25},
+			map[string]string{"memory.max": "41943040", "cpu.max": "3500 100000", "cpu.weight": "6"}},
+		{cgroupResources{CPUPeriod: 100000, CPUShares: 1024},
+			map[string]string{"memory.max": "max", "cpu.max": "max 100000", "cpu.weight": "100"}},
+	} {
+		if err := c.update("pod-1/ctr-1", tc.res); err != nil {
+			t.Fatal(err)
+		}
+		for f, want := range tc.want {
+			if b, err := os.ReadFile(filepath.Join(base, "pod-1/ctr-1", f)); err != nil || string(b) != want {
+				t.Errorf("%+v: %s = %q %v, want %q", tc.res, f, b, err, want)
+			}
+		}
+	}
+}
+
 func TestCPUSharesToWeight(t *testing.T) {
 	for _, tc := range []struct{ shares, weight uint64 }{
 		{0, 0}, {2, 1}, {1024, 100}, {512, 59}, {262144, 10000}, {300000, 10000},

@@ -92,6 +92,7 @@ func (r *Runtime) helperSpec(rec *containerRecord, sb *sandboxRecord) (_ *shim.S
 		NetNS:       sb.NetNS,
 		IPCNS:       sb.IPCNS,
 		CgroupProcs: r.cg.procsFiles(rec.Cgroup),
+		CgroupNS:    r.cg.v2,
 		LogPath:     rec.LogPath,
 		LogMaxBytes: r.cfg.LogMaxBytes,
 		LogMaxFiles: r.cfg.LogMaxFiles,

@@ -26,7 +26,11 @@
 //     read-only paths, a read-only view of the node's filesystem for
 //     ReadonlyRootfs, and seccomp RuntimeDefault as the runtime's own filter
 //     (seccomp.go). What it cannot apply — Localhost seccomp profiles,
-//     AppArmor profiles, RunAsUsername — is refused with InvalidArgument.
+//     AppArmor profiles, RunAsUsername — is refused with InvalidArgument. On
+//     v2 it has a cgroup namespace of its own with cgroup2 mounted read-only
+//     at /sys/fs/cgroup (its own limits there, as runc gives containers).
+//     UpdateContainerResources rewrites those limits in place (in-place pod
+//     resize) and records them for ContainerStatus.
 //   - There is no process namespace of a container's or a sandbox's own:
 //     every container runs in the host's PID namespace. A container asking
 //     for its target's (NamespaceOption Pid TARGET: an ephemeral container

@@ -88,6 +88,67 @@ func TestCgroupLimitsAreWritten(t *testing.T) {
 	}
 }
 
+// TestUpdateContainerResourcesRewritesCgroup: an in-place resize rewrites the running container's cgroup — new
+// limits where there were others, none where they are lifted — and the process keeps running in it.
+func TestUpdateContainerResourcesRewritesCgroup(t *testing.T) {
+	rt, _ := testRuntime(t)
+	sbCfg := sandboxConfig("resize")
+	sb := runSandbox(t, rt, sbCfg)
+	cc := containerConfig("app", "sleep", "300")
+	cc.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{
+		MemoryLimitInBytes: 64 << 20, CpuQuota: 50000, CpuPeriod: 100000, CpuShares: 512,
+	}}
+	id := startContainer(t, rt, sb, sbCfg, cc)
+	pid := must(rt.ContainerStatus(t.Context(), id, true))(t).Info["pid"]
+	read := func(f string) string {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	type step struct {
+		res   *runtimeapi.LinuxContainerResources
+		files map[string]string
+	}
+	var steps []step
+	if cgroupV2() {
+		dir := filepath.Join("/sys/fs/cgroup", procCgroup(t, pid, ""))
+		steps = []step{
+			{&runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 96 << 20, CpuQuota: 1000, CpuPeriod: 100000, CpuShares: 1024},
+				map[string]string{dir + "/memory.max": "100663296", dir + "/cpu.max": "1000 100000", dir + "/cpu.weight": "100"}},
+			{&runtimeapi.LinuxContainerResources{CpuPeriod: 100000, CpuShares: 2},
+				map[string]string{dir + "/memory.max": "max", dir + "/cpu.max": "max 100000", dir + "/cpu.weight": "1"}},
+		}
+	} else {
+		mem := filepath.Join("/sys/fs/cgroup/memory", procCgroup(t, pid, "memory"))
+		cpu := filepath.Join("/sys/fs/cgroup/cpu", procCgroup(t, pid, "cpu"))
+		steps = []step{
+			{&runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 96 << 20, CpuQuota: 1000, CpuPeriod: 100000, CpuShares: 1024},
+				map[string]string{mem + "/memory.limit_in_bytes": "100663296", cpu + "/cpu.cfs_quota_us": "1000", cpu + "/cpu.shares": "1024"}},
+			{&runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 32 << 20, CpuPeriod: 100000, CpuShares: 2},
+				map[string]string{mem + "/memory.limit_in_bytes": "33554432", cpu + "/cpu.cfs_quota_us": "-1", cpu + "/cpu.shares": "2"}},
+		}
+	}
+	for i, s := range steps {
+		if err := rt.UpdateContainerResources(t.Context(), id, &runtimeapi.ContainerResources{Linux: s.res}); err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+		for f, want := range s.files {
+			if got := read(f); got != want {
+				t.Errorf("update %d: %s = %q, want %q", i, f, got, want)
+			}
+		}
+		st := must(rt.ContainerStatus(t.Context(), id, true))(t)
+		if st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.Info["pid"] != pid {
+			t.Errorf("update %d: container %s pid %s, want the same process running", i, st.Status.State, st.Info["pid"])
+		}
+		if got := st.Status.GetResources().GetLinux(); got.GetCpuShares() != s.res.CpuShares || got.GetMemoryLimitInBytes() != s.res.MemoryLimitInBytes {
+			t.Errorf("update %d: status resources %v", i, got)
+		}
+	}
+}
+
 func TestMemoryLimitIsOOMKilled(t *testing.T) {
 	rt, _ := testRuntime(t)
 	sbCfg := sandboxConfig("oom")

@@ -47,6 +47,10 @@ type Runtime struct {
 	images     map[string]bool
 
 	tokens execTokens // exec requests awaiting a v5 websocket
+
+	// updates serializes UpdateContainerResources: each rewrites a container's cgroup and then its record, and
+	// two at once could leave the record saying what the cgroup no longer holds. Taken before mu, never inside.
+	updates sync.Mutex
 }
 
 var (

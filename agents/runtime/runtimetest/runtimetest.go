@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"NotFound", testNotFound},
 		{"StopSandboxStopsContainers", testStopSandboxStopsContainers},
 		{"RemoveSandboxRemovesContainers", testRemoveSandboxRemovesContainers},
+		{"UpdateContainerResources", testUpdateContainerResources},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, h) })
 	}
@@ -185,6 +186,37 @@ func testContainerLifecycle(t *testing.T, h Harness) {
 	}
 	if _, err := rt.ContainerStatus(ctx, id, false); !runtime.IsNotFound(err) {
 		t.Errorf("status after remove: %v, want NotFound", err)
+	}
+}
+
+// testUpdateContainerResources: a running container's resources change in place (it keeps running, the same
+// instance) and its status reports the new ones; an unknown container is NotFound.
+func testUpdateContainerResources(t *testing.T, h Harness) {
+	rt, ctx := h.New(t), t.Context()
+	sbCfg := SandboxConfig("resize")
+	sb := must(rt.RunPodSandbox(ctx, sbCfg, ""))(t)
+	cfg := h.container("main", h.LongRunning)
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{
+		CpuShares: 512, CpuPeriod: 100000, CpuQuota: 50000, MemoryLimitInBytes: 64 << 20}}
+	id := must(rt.CreateContainer(ctx, sb, cfg, sbCfg))(t)
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	want := &runtimeapi.LinuxContainerResources{CpuShares: 1024, CpuPeriod: 100000, CpuQuota: 20000, MemoryLimitInBytes: 128 << 20}
+	if err := rt.UpdateContainerResources(ctx, id, &runtimeapi.ContainerResources{Linux: want}); err != nil {
+		t.Fatalf("UpdateContainerResources: %v", err)
+	}
+	st := must(rt.ContainerStatus(ctx, id, false))(t).Status
+	if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("after the update: %s, want the same instance running", st.State)
+	}
+	got := st.GetResources().GetLinux()
+	if got.GetCpuShares() != want.CpuShares || got.GetCpuQuota() != want.CpuQuota || got.GetCpuPeriod() != want.CpuPeriod ||
+		got.GetMemoryLimitInBytes() != want.MemoryLimitInBytes {
+		t.Errorf("status resources %v, want %v", got, want)
+	}
+	if err := rt.UpdateContainerResources(ctx, "nope", &runtimeapi.ContainerResources{Linux: want}); !runtime.IsNotFound(err) {
+		t.Errorf("update of an unknown container: %v, want NotFound", err)
 	}
 }
 

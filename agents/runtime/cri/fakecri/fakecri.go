@@ -291,6 +291,13 @@ func (s *Server) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerS
 	return s.rt.ContainerStatus(ctx, req.ContainerId, req.Verbose)
 }
 
+func (s *Server) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	if err := s.rt.UpdateContainerResources(ctx, req.ContainerId, &runtimeapi.ContainerResources{Linux: req.Linux}); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
 // ExecSync answers as containerd does: the exit code in the response, a timeout as DeadlineExceeded.
 func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 	stdout, stderr, err := s.rt.ExecSync(ctx, req.ContainerId, req.Cmd, time.Duration(req.Timeout)*time.Second)

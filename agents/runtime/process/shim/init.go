@@ -57,6 +57,10 @@ func initContainer(dir string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make / rslave: %w", err)
 	}
+	if spec.CgroupNS {
+		// Before the container's own mounts, so that one of its own at /sys/fs/cgroup (a hostPath) wins.
+		_ = ownCgroupView(cgroupMountPoint)
+	}
 	var targets []string
 	for _, m := range spec.Mounts {
 		if err := bindMount(m); err != nil {
@@ -110,6 +114,11 @@ func execInContainer(dir, pid string, args []string) error {
 	if err := unix.Setns(mntFD, unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("setns mnt: %w", err)
 	}
+	if spec.CgroupNS {
+		// The container's cgroup namespace too (/proc/self/cgroup as the container sees it); best effort, as
+		// ownCgroupView: the files under /sys/fs/cgroup are the container's anyway, through its mount.
+		_ = setnsPath("/proc/"+pid+"/ns/cgroup", unix.CLONE_NEWCGROUP)
+	}
 	return execCommand(spec, args)
 }
 
@@ -130,6 +139,25 @@ func execCommand(spec Spec, args []string) error {
 	}
 	err = unix.Exec(path, args, spec.Env)
 	return fmt.Errorf("exec %s: %w", path, err)
+}
+
+// cgroupMountPoint is where a container looks for its cgroup.
+const cgroupMountPoint = "/sys/fs/cgroup"
+
+// ownCgroupView gives the calling thread (about to exec the container, in the container's mount namespace and
+// cgroup) its own view of cgroup v2, as runc does with a private cgroup namespace: a new cgroup namespace rooted
+// at the cgroup it joined, and cgroup2 mounted read-only at target, so that target/memory.max, cpu.max and
+// cpu.weight are the container's own limits (what `kubectl exec ... cat /sys/fs/cgroup/cpu.max` expects).
+// Callers treat failure as best effort: the container then sees the host's hierarchy, as it did before.
+func ownCgroupView(target string) error {
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return fmt.Errorf("unshare cgroup namespace: %w", err)
+	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RELATIME | unix.MS_RDONLY)
+	if err := unix.Mount("cgroup2", target, "cgroup2", flags, ""); err != nil {
+		return fmt.Errorf("mount cgroup2 at %s: %w", target, err)
+	}
+	return nil
 }
 
 func joinCgroups(procsFiles []string) error {

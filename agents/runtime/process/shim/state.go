@@ -41,6 +41,8 @@ type Spec struct {
 	IPCNS       string   `json:"ipcns,omitempty"` // the sandbox's IPC namespace ("": the node's)
 	Mounts      []Mount  `json:"mounts,omitempty"`
 	CgroupProcs []string `json:"cgroupProcs,omitempty"`
+	// CgroupNS gives the container its own view of cgroup v2 (ownCgroupView): set on v2 hosts.
+	CgroupNS    bool     `json:"cgroupns,omitempty"`
 	OOMFiles    []string `json:"oomFiles,omitempty"` // memory.events / memory.oom_control
 	LogPath     string   `json:"logPath"`
 	LogMaxBytes int64    `json:"logMaxBytes"`
