@@ -126,6 +126,7 @@ func TestCausesFile(t *testing.T) {
 		{"[sig-node] PodTemplates should delete a collection of pod templates [Conformance]", 31},
 		{"[sig-network] ServiceCIDR and IPAddress API should support IPAddress API operations [Conformance]", 31},
 		{"[sig-network] IngressClass API should support creating IngressClass API operations [Conformance]", 31},
+		{"[sig-apps] DisruptionController should create a PodDisruptionBudget [Conformance]", 26},
 		{"[sig-network] EndpointSliceMirroring should mirror a custom Endpoints resource through create update and delete [Conformance]", 31},
 		{"[sig-api-machinery] Garbage collector should keep the rc around until all its pods are deleted if the deleteOptions says so [Conformance] [Serial]", 31},
 		{"[sig-api-machinery] Garbage collector should not delete dependents that have both valid owner and owner that's waiting for dependents to be deleted [Conformance] [Serial]", 31},
