@@ -1,14 +1,15 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -29,9 +29,10 @@ import (
 
 // The Deployment controller: a ReplicaSet per pod template (named <deployment>-<template hash>, labelled
 // pod-template-hash), revisions in the deployment.kubernetes.io/revision annotation, RollingUpdate bounded by
-// maxSurge and maxUnavailable (availability as the ReplicaSets report it) or Recreate, pause, history trimmed to
-// revisionHistoryLimit, and the status and conditions `kubectl rollout status` reads. Rollback (`kubectl
-// rollout undo`) is the client writing an old template back: a new rollout to an existing ReplicaSet.
+// maxSurge and maxUnavailable (availability as the ReplicaSets report it) or Recreate, proportional scaling
+// (deployment_scale.go), pause, history trimmed to revisionHistoryLimit, and the status and conditions `kubectl
+// rollout status` reads (deployment_status.go). Rollback (`kubectl rollout undo`) is the client writing an old
+// template back: a new rollout to an existing ReplicaSet.
 
 const (
 	revisionAnnotation = "deployment.kubernetes.io/revision"
@@ -47,6 +48,7 @@ func RunDeployments(ctx context.Context, d Deps) {
 	cl := newClients(d.API, serviceAccountUser("deployment-controller"))
 	depCol := func(ctx context.Context) (*watchcache.Collection, error) { return d.collection(ctx, deploymentsGVR) }
 	rsCol := func(ctx context.Context) (*watchcache.Collection, error) { return d.collection(ctx, replicaSetsGVR) }
+	podCol := func(ctx context.Context) (*watchcache.Collection, error) { return d.collection(ctx, podsGVR) }
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		follow(ctx, depCol, func(ev watchcache.Event) {
@@ -79,6 +81,18 @@ func RunDeployments(ctx context.Context, d Deps) {
 			}
 		}, log)
 	})
+	// A Recreate rollout waits until the old pods are gone, terminating ones included; their final deletion
+	// changes no ReplicaSet, so it brings the Deployment back itself (upstream's deletePod).
+	wg.Go(func() {
+		follow(ctx, podCol, func(ev watchcache.Event) {
+			if ev.Type != store.Deleted {
+				return
+			}
+			if k, ok := recreateDeploymentOf(ctx, ev.Object.Cluster, ev.Object.Object.(*corev1.Pod), rsCol, depCol); ok {
+				q.Add(k)
+			}
+		}, log)
+	})
 	work(ctx, q, 4, d.clock(), func(ctx context.Context, k Key) error {
 		deps, err := depCol(ctx)
 		if err != nil {
@@ -104,42 +118,19 @@ func RunDeployments(ctx context.Context, d Deps) {
 		if err != nil {
 			return nil // invalid selectors are refused by validation; nothing to do for one that slipped through
 		}
-		// The Deployment's ReplicaSets, as upstream's ClaimReplicaSets finds them: its own that still match its
-		// selector, and matching orphans, which it adopts (a ReplicaSet created beside the Deployment, or left by
-		// one deleted with orphan propagation); its own that no longer match are released.
-		var owned []*appsv1.ReplicaSet
-		var claimRev int64
-		entries, _ := sets.ListIn(k.Cluster, k.Namespace)
-		for _, re := range entries {
-			rs := re.Object.(*appsv1.ReplicaSet)
-			ref := metav1.GetControllerOfNoCopy(rs)
-			matches := !sel.Empty() && sel.Matches(labels.Set(rs.Labels))
-			switch {
-			case ref != nil && ref.UID == dep.UID && matches:
-				if rs.DeletionTimestamp == nil {
-					owned = append(owned, rs.DeepCopy()) // the sync updates its copies as it writes; the cache's are shared
-				}
-			case ref != nil && ref.UID == dep.UID: // no longer matches: release it
-				_, rev, err := patchReplicaSetOwners(ctx, cs.AppsV1().ReplicaSets(k.Namespace), rs,
-					slices.DeleteFunc(slices.Clone(rs.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == dep.UID }))
-				if err != nil {
-					return err
-				}
-				claimRev = max(claimRev, rev)
-			case ref == nil && matches && rs.DeletionTimestamp == nil:
-				adopted, rev, err := patchReplicaSetOwners(ctx, cs.AppsV1().ReplicaSets(k.Namespace), rs,
-					append(slices.Clone(rs.OwnerReferences), *metav1.NewControllerRef(dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))))
-				if err != nil {
-					return err
-				}
-				claimRev = max(claimRev, rev)
-				if adopted != nil {
-					owned = append(owned, adopted)
-				}
-			}
+		owned, claimRev, err := claimReplicaSets(ctx, cs.AppsV1().ReplicaSets(k.Namespace), dep, sel, sets, k.Cluster)
+		if err != nil {
+			return err
 		}
 		r := &deploymentSync{dep: dep, owned: owned, rsc: cs.AppsV1().ReplicaSets(k.Namespace),
 			dc: cs.AppsV1().Deployments(k.Namespace), now: d.clock().Now(), ev: d.recorder(k.Cluster, "deployment-controller")}
+		if dep.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+			pods, err := podCol(ctx)
+			if err != nil {
+				return err
+			}
+			r.livePods = livePodsOf(pods, k.Cluster, dep, sel, owned)
+		}
 		recheck, err := r.sync(ctx)
 		if err != nil {
 			return err
@@ -155,6 +146,93 @@ func RunDeployments(ctx context.Context, d Deps) {
 		return nil
 	}, log)
 	wg.Wait()
+}
+
+// claimReplicaSets finds a Deployment's ReplicaSets as upstream's ClaimReplicaSets does: its own that still
+// match its selector, and matching orphans, which it adopts (a ReplicaSet created beside the Deployment, or left
+// by one deleted with orphan propagation); its own that no longer match are released. It returns copies (the
+// sync updates them as it writes; the cache's are shared) and the revision of its last write.
+func claimReplicaSets(ctx context.Context, rsc rsPatcher, dep *appsv1.Deployment, sel labels.Selector, sets *watchcache.Collection, cluster string) (owned []*appsv1.ReplicaSet, lastRev int64, err error) {
+	entries, _ := sets.ListIn(cluster, dep.Namespace)
+	for _, re := range entries {
+		rs := re.Object.(*appsv1.ReplicaSet)
+		ref := metav1.GetControllerOfNoCopy(rs)
+		matches := !sel.Empty() && sel.Matches(labels.Set(rs.Labels))
+		switch {
+		case ref != nil && ref.UID == dep.UID && matches:
+			if rs.DeletionTimestamp == nil {
+				owned = append(owned, rs.DeepCopy())
+			}
+		case ref != nil && ref.UID == dep.UID: // no longer matches: release it
+			_, rev, err := patchReplicaSetOwners(ctx, rsc, rs,
+				slices.DeleteFunc(slices.Clone(rs.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == dep.UID }))
+			if err != nil {
+				return nil, 0, err
+			}
+			lastRev = max(lastRev, rev)
+		case ref == nil && matches && rs.DeletionTimestamp == nil:
+			adopted, rev, err := patchReplicaSetOwners(ctx, rsc, rs,
+				append(slices.Clone(rs.OwnerReferences), *metav1.NewControllerRef(dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))))
+			if err != nil {
+				return nil, 0, err
+			}
+			lastRev = max(lastRev, rev)
+			if adopted != nil {
+				owned = append(owned, adopted)
+			}
+		}
+	}
+	return owned, lastRev, nil
+}
+
+// livePodsOf counts, per ReplicaSet of the Deployment, its pods not yet Succeeded or Failed, terminating ones
+// included (upstream's getPodMapForDeployment, as Recreate reads it).
+func livePodsOf(pods *watchcache.Collection, cluster string, dep *appsv1.Deployment, sel labels.Selector, owned []*appsv1.ReplicaSet) map[types.UID]int {
+	mine := map[types.UID]bool{}
+	for _, rs := range owned {
+		mine[rs.UID] = true
+	}
+	out := map[types.UID]int{}
+	entries, _ := pods.ListIn(cluster, dep.Namespace)
+	for _, e := range entries {
+		pod := e.Object.(*corev1.Pod)
+		ref := metav1.GetControllerOfNoCopy(pod)
+		if ref == nil || !mine[ref.UID] || !sel.Matches(labels.Set(pod.Labels)) ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out[ref.UID]++
+	}
+	return out
+}
+
+// recreateDeploymentOf is the Recreate Deployment whose ReplicaSet controlled a pod, if any.
+func recreateDeploymentOf(ctx context.Context, cluster string, pod *corev1.Pod, rsCol, depCol func(context.Context) (*watchcache.Collection, error)) (Key, bool) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return Key{}, false
+	}
+	sets, err := rsCol(ctx)
+	if err != nil {
+		return Key{}, false
+	}
+	e, ok, _ := sets.GetIn(cluster, pod.Namespace, ref.Name)
+	if !ok || e.Object.(*appsv1.ReplicaSet).UID != ref.UID {
+		return Key{}, false
+	}
+	dref := metav1.GetControllerOfNoCopy(e.Object.(*appsv1.ReplicaSet))
+	if dref == nil || dref.Kind != "Deployment" {
+		return Key{}, false
+	}
+	deps, err := depCol(ctx)
+	if err != nil {
+		return Key{}, false
+	}
+	de, ok, _ := deps.GetIn(cluster, pod.Namespace, dref.Name)
+	if !ok || de.Object.(*appsv1.Deployment).Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		return Key{}, false
+	}
+	return Key{Cluster: cluster, Namespace: pod.Namespace, Name: dref.Name}, true
 }
 
 // patchReplicaSetOwners sets a ReplicaSet's ownerReferences (a merge patch replaces the list, with the UID as a
@@ -179,14 +257,16 @@ type rsPatcher interface {
 }
 
 type deploymentSync struct {
-	dep     *appsv1.Deployment
-	owned   []*appsv1.ReplicaSet
-	rsc     appsclient.ReplicaSetInterface
-	dc      appsclient.DeploymentInterface
-	now     time.Time
-	ev      record.EventRecorder
-	created bool  // this sync made the new ReplicaSet
-	lastRev int64 // the newest revision this sync wrote
+	dep   *appsv1.Deployment
+	owned []*appsv1.ReplicaSet
+	rsc   appsclient.ReplicaSetInterface
+	dc    appsclient.DeploymentInterface
+	now   time.Time
+	ev    record.EventRecorder
+	// livePods counts each owned ReplicaSet's pods not yet finished (Recreate only).
+	livePods map[types.UID]int
+	created  bool  // this sync made the new ReplicaSet
+	lastRev  int64 // the newest revision this sync wrote
 }
 
 // templateHash names a pod template: the FNV-1a of its JSON (labels and spec), as a short decimal-free string.
@@ -208,49 +288,79 @@ func withoutHash(t corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
 	return &t
 }
 
+// sync is one pass of upstream's syncDeployment over the Deployment's ReplicaSets: the new one's annotations
+// brought up to date; then, paused, only proportional scaling and history; on a scaling event, only proportional
+// scaling; otherwise one step of the rollout, and the history trimmed once it is complete. The status last.
 func (r *deploymentSync) sync(ctx context.Context) (recheck time.Duration, err error) {
 	dep := r.dep
 	want := ptrOr(dep.Spec.Replicas, 1)
 	hash := templateHash(withoutHash(dep.Spec.Template))
+	// Oldest first: the new ReplicaSet is the oldest whose template is the Deployment's (upstream's
+	// FindNewReplicaSet), and old ones shrink oldest first.
+	slices.SortStableFunc(r.owned, byCreation)
 	var newRS *appsv1.ReplicaSet
 	var old []*appsv1.ReplicaSet
-	maxRevision := 0
 	for _, rs := range r.owned {
-		if v, err := strconv.Atoi(rs.Annotations[revisionAnnotation]); err == nil && v > maxRevision {
-			maxRevision = v
-		}
-		if templateHash(withoutHash(rs.Spec.Template)) == hash {
+		if newRS == nil && templateHash(withoutHash(rs.Spec.Template)) == hash {
 			newRS = rs
 		} else {
 			old = append(old, rs)
 		}
 	}
-	if dep.Spec.Paused {
-		return r.status(ctx, newRS, old, want)
+	maxOld := int64(0)
+	for _, rs := range old {
+		if v, err := strconv.ParseInt(rs.Annotations[revisionAnnotation], 10, 64); err == nil && v > maxOld {
+			maxOld = v
+		}
 	}
-	if newRS == nil {
-		if newRS, err = r.createNew(ctx, hash, maxRevision+1); err != nil {
+	if newRS != nil {
+		if err := r.syncNew(ctx, newRS, maxOld+1); err != nil {
 			return 0, err
 		}
-		r.created = true
-	} else if err := r.syncNew(ctx, newRS, maxRevision, len(old) > 0); err != nil {
-		return 0, err
 	}
-	if dep.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		if err := r.recreate(ctx, newRS, old, want); err != nil {
+	switch {
+	case dep.Spec.Paused:
+		if err := r.scaleProportionally(ctx, newRS, old, want); err != nil {
 			return 0, err
 		}
-	} else if err := r.rolling(ctx, newRS, old, want); err != nil {
-		return 0, err
-	}
-	if err := r.trimHistory(ctx, old); err != nil {
-		return 0, err
+		if err := r.trimHistory(ctx, old); err != nil {
+			return 0, err
+		}
+	case scalingEvent(newRS, old, want):
+		// A scaling event is only scaled: a template changed at the same time rolls out on the next sync.
+		if err := r.scaleProportionally(ctx, newRS, old, want); err != nil {
+			return 0, err
+		}
+	default:
+		step := r.rolling
+		if dep.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+			step = r.recreate
+		}
+		var moved bool
+		if newRS, moved, err = step(ctx, newRS, old, want, maxOld+1); err != nil {
+			return 0, err
+		}
+		if !moved && rolloutComplete(dep) {
+			if err := r.trimHistory(ctx, old); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return r.status(ctx, newRS, old, want)
 }
 
-func (r *deploymentSync) createNew(ctx context.Context, hash string, revision int) (*appsv1.ReplicaSet, error) {
+// rolloutComplete tells whether the Deployment's status (as last written) shows its rollout done.
+func rolloutComplete(dep *appsv1.Deployment) bool {
+	want := ptrOr(dep.Spec.Replicas, 1)
+	st := dep.Status
+	return st.UpdatedReplicas == want && st.Replicas == want && st.AvailableReplicas == want && st.ObservedGeneration >= dep.Generation
+}
+
+// createNew creates the ReplicaSet of the Deployment's template at a revision and size, sized for the
+// Deployment (desired- and max-replicas).
+func (r *deploymentSync) createNew(ctx context.Context, revision int64, replicas int32) (*appsv1.ReplicaSet, error) {
 	dep := r.dep
+	hash := templateHash(withoutHash(dep.Spec.Template))
 	tmpl := dep.Spec.Template.DeepCopy()
 	tmpl.Labels = maps.Clone(tmpl.Labels)
 	if tmpl.Labels == nil {
@@ -262,16 +372,15 @@ func (r *deploymentSync) createNew(ctx context.Context, hash string, revision in
 		sel.MatchLabels = map[string]string{}
 	}
 	sel.MatchLabels[templateHashLabel] = hash
-	zero := int32(0)
+	want := ptrOr(dep.Spec.Replicas, 1)
 	ann := copiedAnnotations(dep)
-	ann[revisionAnnotation] = strconv.Itoa(revision)
+	ann[revisionAnnotation] = strconv.FormatInt(revision, 10)
+	ann[desiredReplicasAnnotation] = strconv.Itoa(int(want))
+	ann[maxReplicasAnnotation] = strconv.Itoa(int(want + maxSurge(dep)))
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: dep.Name + "-" + hash, Namespace: dep.Namespace,
 		Labels: tmpl.Labels, Annotations: ann,
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: &zero, Selector: sel, Template: *tmpl, MinReadySeconds: dep.Spec.MinReadySeconds}}
-	if dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType && len(r.owned) == 0 {
-		rs.Spec.Replicas = dep.Spec.Replicas // a first rollout starts at full size
-	}
+		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: sel, Template: *tmpl, MinReadySeconds: dep.Spec.MinReadySeconds}}
 	created, err := r.rsc.Create(ctx, rs, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return r.rsc.Get(ctx, rs.Name, metav1.GetOptions{})
@@ -280,6 +389,7 @@ func (r *deploymentSync) createNew(ctx context.Context, hash string, revision in
 		return nil, fmt.Errorf("create ReplicaSet %s: %w", rs.Name, err)
 	}
 	r.note(created.ResourceVersion)
+	r.created = true
 	if n := ptrOr(created.Spec.Replicas, 1); n > 0 {
 		r.ev.Eventf(dep, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", created.Name, n)
 	}
@@ -289,12 +399,14 @@ func (r *deploymentSync) createNew(ctx context.Context, hash string, revision in
 func (r *deploymentSync) note(rv string) { r.lastRev = max(r.lastRev, revOf(rv)) }
 
 // copiedAnnotations are the Deployment's annotations its new ReplicaSet carries (kubernetes.io/change-cause
-// among them, which `kubectl rollout history` shows), without the ones that belong to the Deployment alone.
+// among them, which `kubectl rollout history` shows), without the ones that belong to the Deployment alone or
+// that the controller writes on each ReplicaSet itself.
 func copiedAnnotations(dep *appsv1.Deployment) map[string]string {
 	out := map[string]string{}
 	for k, v := range dep.Annotations {
 		switch k {
-		case revisionAnnotation, "deployment.kubernetes.io/revision-history", corev1.LastAppliedConfigAnnotation:
+		case revisionAnnotation, revisionHistoryAnnotation, desiredReplicasAnnotation, maxReplicasAnnotation,
+			appsv1.DeprecatedRollbackTo, corev1.LastAppliedConfigAnnotation:
 		default:
 			out[k] = v
 		}
@@ -302,10 +414,17 @@ func copiedAnnotations(dep *appsv1.Deployment) map[string]string {
 	return out
 }
 
-// syncNew brings an existing new ReplicaSet up to date: the newest revision again when a rollback made it new
-// once more (the replaced revision listed in revision-history), the Deployment's annotations, and its
-// minReadySeconds.
-func (r *deploymentSync) syncNew(ctx context.Context, rs *appsv1.ReplicaSet, maxRevision int, hasOld bool) error {
+// revisionHistoryAnnotation lists the revisions a ReplicaSet had before a rollback made it new again.
+const revisionHistoryAnnotation = "deployment.kubernetes.io/revision-history"
+
+// maxRevisionHistory bounds revision-history, in characters (upstream's, about 100 revisions); the oldest
+// entries go first.
+const maxRevisionHistory = 2000
+
+// syncNew brings an existing new ReplicaSet up to date, as upstream's SetNewReplicaSetAnnotations: the
+// Deployment's annotations; revision raised to next when below it (a rollback made an old ReplicaSet new once
+// more: its replaced revision is appended to revision-history); and its minReadySeconds.
+func (r *deploymentSync) syncNew(ctx context.Context, rs *appsv1.ReplicaSet, next int64) error {
 	patch := map[string]any{}
 	ann := map[string]any{}
 	for k, v := range copiedAnnotations(r.dep) {
@@ -313,14 +432,15 @@ func (r *deploymentSync) syncNew(ctx context.Context, rs *appsv1.ReplicaSet, max
 			ann[k] = v
 		}
 	}
-	if cur := rs.Annotations[revisionAnnotation]; cur != strconv.Itoa(maxRevision) && hasOld {
-		ann[revisionAnnotation] = strconv.Itoa(maxRevision + 1)
+	cur := rs.Annotations[revisionAnnotation]
+	have, err := strconv.ParseInt(cur, 10, 64)
+	if cur == "" {
+		have, err = 0, nil
+	}
+	if err == nil && have < next {
+		ann[revisionAnnotation] = strconv.FormatInt(next, 10)
 		if cur != "" {
-			hist := cur
-			if h := rs.Annotations["deployment.kubernetes.io/revision-history"]; h != "" {
-				hist = h + "," + cur
-			}
-			ann["deployment.kubernetes.io/revision-history"] = hist
+			ann[revisionHistoryAnnotation] = appendHistory(rs.Annotations[revisionHistoryAnnotation], cur)
 		}
 	}
 	if len(ann) > 0 {
@@ -345,18 +465,48 @@ func (r *deploymentSync) syncNew(ctx context.Context, rs *appsv1.ReplicaSet, max
 	return nil
 }
 
-// scale sets a ReplicaSet's replicas (through /scale-free merge patch) unless already there.
-func (r *deploymentSync) scale(ctx context.Context, rs *appsv1.ReplicaSet, n int32) error {
+// appendHistory adds a revision to a revision-history list, dropping the oldest entries beyond
+// maxRevisionHistory characters.
+func appendHistory(hist, rev string) string {
+	if hist == "" {
+		return rev
+	}
+	revs := strings.Split(hist, ",")
+	total := len(hist) + 1 + len(rev)
+	for total > maxRevisionHistory && len(revs) > 0 {
+		total -= len(revs[0]) + 1
+		revs = revs[1:]
+	}
+	return strings.Join(append(revs, rev), ",")
+}
+
+// scale sets a ReplicaSet's replicas and sizes it for the Deployment (desired- and max-replicas), when its size
+// differs or, with force, when only its annotations do (upstream's scaleReplicaSet).
+func (r *deploymentSync) scale(ctx context.Context, rs *appsv1.ReplicaSet, n int32, force bool) error {
 	from := ptrOr(rs.Spec.Replicas, 1)
-	if from == n {
+	if from == n && (!force || r.sizedFor(rs)) {
 		return nil
 	}
-	out, err := r.rsc.Patch(ctx, rs.Name, types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)), metav1.PatchOptions{})
+	want := ptrOr(r.dep.Spec.Replicas, 1)
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{
+			desiredReplicasAnnotation: strconv.Itoa(int(want)),
+			maxReplicasAnnotation:     strconv.Itoa(int(want + maxSurge(r.dep))),
+		}},
+		"spec": map[string]any{"replicas": n},
+	})
+	if err != nil {
+		return err
+	}
+	out, err := r.rsc.Patch(ctx, rs.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("scale %s to %d: %w", rs.Name, n, err)
 	}
 	r.note(out.ResourceVersion)
-	rs.Spec.Replicas = out.Spec.Replicas
+	rs.Spec.Replicas, rs.Annotations = out.Spec.Replicas, out.Annotations
+	if from == n {
+		return nil
+	}
 	dir := "up"
 	if n < from {
 		dir = "down"
@@ -365,263 +515,30 @@ func (r *deploymentSync) scale(ctx context.Context, rs *appsv1.ReplicaSet, n int
 	return nil
 }
 
-// recreate: every old pod gone before the new ReplicaSet grows.
-func (r *deploymentSync) recreate(ctx context.Context, newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet, want int32) error {
-	running := int32(0)
-	for _, rs := range old {
-		if err := r.scale(ctx, rs, 0); err != nil {
-			return err
-		}
-		running += rs.Status.Replicas
-	}
-	if running > 0 {
-		return nil // the old pods' deletions show up as ReplicaSet events and bring us back
-	}
-	return r.scale(ctx, newRS, want)
-}
-
-// rolling moves replicas from the old ReplicaSets to the new one within maxSurge and maxUnavailable.
-func (r *deploymentSync) rolling(ctx context.Context, newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet, want int32) error {
-	surge, unavailable := rollingBounds(r.dep, want)
-	sort.Slice(old, func(i, j int) bool { return old[i].CreationTimestamp.Before(&old[j].CreationTimestamp) })
-	olds := make([]rsCounts, len(old))
-	for i, rs := range old {
-		olds[i] = rsCounts{Spec: ptrOr(rs.Spec.Replicas, 1), Available: rs.Status.AvailableReplicas}
-	}
-	newSpec, oldSpecs := planRolling(want, surge, unavailable,
-		rsCounts{Spec: ptrOr(newRS.Spec.Replicas, 1), Available: newRS.Status.AvailableReplicas}, olds)
-	if err := r.scale(ctx, newRS, newSpec); err != nil {
-		return err
-	}
-	for i, rs := range old {
-		if err := r.scale(ctx, rs, oldSpecs[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// rsCounts is what one rolling-update step knows of a ReplicaSet: its desired replicas and how many are
-// available.
-type rsCounts struct{ Spec, Available int32 }
-
-// planRolling is one step of a rolling update: the new ReplicaSet grows towards want with the total never above
-// want+surge, and the old ones (oldest first) shrink by their unavailable replicas plus however many available
-// ones can go while want-unavailable stay available.
-func planRolling(want, surge, unavailable int32, newRS rsCounts, old []rsCounts) (newSpec int32, oldSpecs []int32) {
-	total, available := newRS.Spec, newRS.Available
-	for _, o := range old {
-		total += o.Spec
-		available += min(o.Available, o.Spec)
-	}
-	newSpec = newRS.Spec
-	switch {
-	case newSpec < want:
-		if grow := min(want-newSpec, want+surge-total); grow > 0 {
-			newSpec += grow
-		}
-	case newSpec > want:
-		newSpec = want
-	}
-	canRemove := available - (want - unavailable)
-	oldSpecs = make([]int32, len(old))
-	for i, o := range old {
-		oldSpecs[i] = o.Spec
-		if o.Spec == 0 {
-			continue
-		}
-		notAvailable := max(o.Spec-o.Available, 0)
-		cut := min(o.Spec, notAvailable+max(canRemove, 0))
-		if cut <= 0 {
-			continue
-		}
-		oldSpecs[i] = o.Spec - cut
-		canRemove -= max(cut-notAvailable, 0)
-	}
-	return newSpec, oldSpecs
-}
-
-// rollingBounds resolves maxSurge (rounded up) and maxUnavailable (rounded down), never both zero.
-func rollingBounds(dep *appsv1.Deployment, want int32) (surge, unavailable int32) {
-	ru := dep.Spec.Strategy.RollingUpdate
-	s, u := intstr.FromString("25%"), intstr.FromString("25%")
-	if ru != nil && ru.MaxSurge != nil {
-		s = *ru.MaxSurge
-	}
-	if ru != nil && ru.MaxUnavailable != nil {
-		u = *ru.MaxUnavailable
-	}
-	sv, _ := intstr.GetScaledValueFromIntOrPercent(&s, int(want), true)
-	uv, _ := intstr.GetScaledValueFromIntOrPercent(&u, int(want), false)
-	if sv == 0 && uv == 0 {
-		uv = 1
-	}
-	return int32(sv), int32(uv)
-}
-
-// trimHistory deletes the oldest empty old ReplicaSets beyond revisionHistoryLimit.
+// trimHistory deletes the oldest old ReplicaSets (by revision) beyond revisionHistoryLimit, as upstream's
+// cleanupDeployment: of the len(old)−limit oldest, those that are empty and whose status has caught up.
 func (r *deploymentSync) trimHistory(ctx context.Context, old []*appsv1.ReplicaSet) error {
 	limit := int(ptrOr(r.dep.Spec.RevisionHistoryLimit, 10))
-	var empty []*appsv1.ReplicaSet
-	for _, rs := range old {
-		if ptrOr(rs.Spec.Replicas, 1) == 0 && rs.Status.Replicas == 0 {
-			empty = append(empty, rs)
-		}
-	}
-	if len(empty) <= limit {
+	if len(old) <= limit {
 		return nil
 	}
-	slices.SortFunc(empty, func(a, b *appsv1.ReplicaSet) int {
-		ra, _ := strconv.Atoi(a.Annotations[revisionAnnotation])
-		rb, _ := strconv.Atoi(b.Annotations[revisionAnnotation])
-		return ra - rb
+	byRevision := slices.Clone(old)
+	slices.SortStableFunc(byRevision, func(a, b *appsv1.ReplicaSet) int {
+		ra, errA := strconv.ParseInt(a.Annotations[revisionAnnotation], 10, 64)
+		rb, errB := strconv.ParseInt(b.Annotations[revisionAnnotation], 10, 64)
+		if errA != nil || errB != nil || ra == rb {
+			return byCreation(a, b)
+		}
+		return cmp.Compare(ra, rb)
 	})
-	for _, rs := range empty[:len(empty)-limit] {
+	for _, rs := range byRevision[:len(old)-limit] {
+		if ptrOr(rs.Spec.Replicas, 1) != 0 || rs.Status.Replicas != 0 || rs.Generation > rs.Status.ObservedGeneration {
+			continue
+		}
 		if err := r.rsc.Delete(ctx, rs.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &rs.UID}}); err != nil &&
 			!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return err
 		}
 	}
 	return nil
-}
-
-// status writes replicas, updated, ready, available and unavailable counts, the revision and the Available and
-// Progressing conditions: ReplicaSetUpdated (its update time refreshed whenever the rollout moves),
-// NewReplicaSetAvailable once complete, ProgressDeadlineExceeded (False) when it has not moved for
-// progressDeadlineSeconds, DeploymentPaused while paused. recheck is when the deadline falls.
-func (r *deploymentSync) status(ctx context.Context, newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet, want int32) (recheck time.Duration, err error) {
-	dep := r.dep
-	st := appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, CollisionCount: dep.Status.CollisionCount}
-	all := append(slices.Clone(old), newRS)
-	for _, rs := range all {
-		if rs == nil {
-			continue
-		}
-		st.Replicas += rs.Status.Replicas
-		st.ReadyReplicas += rs.Status.ReadyReplicas
-		st.AvailableReplicas += rs.Status.AvailableReplicas
-	}
-	if newRS != nil {
-		st.UpdatedReplicas = newRS.Status.Replicas
-	}
-	st.UnavailableReplicas = max(want-st.AvailableReplicas, 0)
-	now := metav1.NewTime(r.now)
-	unavailable := int32(0)
-	if dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		_, unavailable = rollingBounds(dep, want)
-	}
-	avail := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse,
-		Reason: "MinimumReplicasUnavailable", Message: "Deployment does not have minimum availability."}
-	if st.AvailableReplicas >= want-unavailable {
-		avail.Status, avail.Reason, avail.Message = corev1.ConditionTrue, "MinimumReplicasAvailable", "Deployment has minimum availability."
-	}
-	st.Conditions = setCondition(dep.Status.Conditions, avail, now, false)
-	prev := findCondition(dep.Status.Conditions, appsv1.DeploymentProgressing)
-	deadline := dep.Spec.ProgressDeadlineSeconds
-	switch {
-	case dep.Spec.Paused:
-		st.Conditions = setCondition(st.Conditions, appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing,
-			Status: corev1.ConditionUnknown, Reason: "DeploymentPaused", Message: "Deployment is paused"}, now, false)
-	case newRS == nil:
-	case st.UpdatedReplicas == want && st.Replicas == want && st.AvailableReplicas == want && ptrOr(newRS.Spec.Replicas, 1) == want:
-		st.Conditions = setCondition(st.Conditions, appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing,
-			Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable",
-			Message: fmt.Sprintf("ReplicaSet %q has successfully progressed.", newRS.Name)}, now, false)
-	case prev == nil || prev.Reason == "DeploymentPaused" || prev.Reason == "NewReplicaSetAvailable" ||
-		r.created || progressed(dep.Status, st):
-		st.Conditions = setCondition(st.Conditions, appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing,
-			Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated",
-			Message: fmt.Sprintf("ReplicaSet %q is progressing.", newRS.Name)}, now, true)
-		if deadline != nil {
-			recheck = time.Duration(*deadline) * time.Second
-		}
-	case prev.Reason == "ProgressDeadlineExceeded":
-	case deadline != nil:
-		if due := prev.LastUpdateTime.Add(time.Duration(*deadline) * time.Second); !r.now.Before(due) {
-			st.Conditions = setCondition(st.Conditions, appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing,
-				Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
-				Message: fmt.Sprintf("ReplicaSet %q has timed out progressing.", newRS.Name)}, now, false)
-		} else {
-			recheck = due.Sub(r.now)
-		}
-	}
-	if statusEqual(dep.Status, st) {
-		return recheck, nil
-	}
-	next := dep.DeepCopy()
-	next.Status = st
-	if newRS != nil && dep.Annotations[revisionAnnotation] != newRS.Annotations[revisionAnnotation] {
-		// The revision annotation lives in metadata: an update of the main resource (the controller's role
-		// has update, not patch, as upstream's), then the status.
-		if next.Annotations == nil {
-			next.Annotations = map[string]string{}
-		}
-		next.Annotations[revisionAnnotation] = newRS.Annotations[revisionAnnotation]
-		out, err := r.dc.Update(ctx, next, metav1.UpdateOptions{})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return 0, nil // its next event brings it back
-		}
-		if err != nil {
-			return 0, err
-		}
-		next.ResourceVersion = out.ResourceVersion
-	}
-	_, err = r.dc.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return 0, nil
-	}
-	return recheck, err
-}
-
-// progressed tells whether a rollout moved between two statuses (upstream's test: more updated, ready or
-// available replicas, or fewer old ones).
-func progressed(a, b appsv1.DeploymentStatus) bool {
-	return b.UpdatedReplicas != a.UpdatedReplicas || b.ReadyReplicas > a.ReadyReplicas ||
-		b.AvailableReplicas > a.AvailableReplicas || b.Replicas-b.UpdatedReplicas < a.Replicas-a.UpdatedReplicas
-}
-
-func findCondition(conds []appsv1.DeploymentCondition, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
-// setCondition replaces the condition of c's type, keeping its transition time when the status stays and its
-// update time unless something changed or touch says the condition was re-asserted.
-func setCondition(conds []appsv1.DeploymentCondition, c appsv1.DeploymentCondition, now metav1.Time, touch bool) []appsv1.DeploymentCondition {
-	out := slices.Clone(conds)
-	for i, old := range out {
-		if old.Type == c.Type {
-			c.LastUpdateTime, c.LastTransitionTime = old.LastUpdateTime, old.LastTransitionTime
-			if old.Status != c.Status {
-				c.LastTransitionTime = now
-			}
-			if touch || old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message {
-				c.LastUpdateTime = now
-			}
-			out[i] = c
-			return out
-		}
-	}
-	c.LastUpdateTime, c.LastTransitionTime = now, now
-	return append(out, c)
-}
-
-func statusEqual(a, b appsv1.DeploymentStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.Replicas != b.Replicas || a.UpdatedReplicas != b.UpdatedReplicas ||
-		a.ReadyReplicas != b.ReadyReplicas || a.AvailableReplicas != b.AvailableReplicas ||
-		a.UnavailableReplicas != b.UnavailableReplicas || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
-			!x.LastUpdateTime.Equal(&y.LastUpdateTime) || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
-			return false
-		}
-	}
-	return true
 }

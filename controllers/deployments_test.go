@@ -245,8 +245,12 @@ func TestDeploymentRecreatePauseAndHistory(t *testing.T) {
 		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "db", metav1.GetOptions{})
 		return err == nil && dep.Status.ObservedGeneration == dep.Generation
 	})
-	if sets := replicaSetsOf(t, cs, "db"); len(sets) != 2 {
-		t.Fatalf("a paused deployment made a ReplicaSet: %v", slices.Collect(maps.Keys(sets)))
+	// No ReplicaSet for the paused template (revision 1 may be trimmed meanwhile: paused, as upstream, history
+	// is still cleaned up, and both earlier revisions are now old).
+	for rev, rs := range replicaSetsOf(t, cs, "db") {
+		if rev == "3" || rs.Spec.Template.Spec.Containers[0].Image == "pg:3" {
+			t.Fatalf("a paused deployment made a ReplicaSet: revision %s (%s)", rev, rs.Name)
+		}
 	}
 	if _, err := cs.AppsV1().Deployments("default").Patch(t.Context(), "db", types.MergePatchType, []byte(`{"spec":{"paused":false}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -416,5 +420,320 @@ func TestDeploymentAdoptsOrphanReplicaSets(t *testing.T) {
 	eventually(t, "the relabelled ReplicaSet released", func() bool {
 		got, err := cs.AppsV1().ReplicaSets("default").Get(t.Context(), "web-orphan", metav1.GetOptions{})
 		return err == nil && metav1.GetControllerOf(got) == nil
+	})
+}
+
+// specOf is a ReplicaSet's spec.replicas, -1 for a missing ReplicaSet (a zero value from replicaSetsOf).
+func specOf(rs appsv1.ReplicaSet) int32 {
+	if rs.Spec.Replicas == nil {
+		return -1
+	}
+	return *rs.Spec.Replicas
+}
+
+func scaleDeployment(t *testing.T, cs kubernetes.Interface, name string, n int32) {
+	t.Helper()
+	if _, err := cs.AppsV1().Deployments("default").UpdateScale(t.Context(), name,
+		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: autoscalingv1.ScaleSpec{Replicas: n}}, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeploymentProportionalScaling follows the conformance suite's proportional scaling test: scaled from 10 to
+// 30 while its rollout is stuck (maxSurge 3, maxUnavailable 2; the new pods never become ready, so 8 old and 5
+// new), a Deployment spreads the extra replicas over its ReplicaSets in proportion — 8 → 20 and 5 → 13 — instead
+// of growing the new one, and they stay so; scaled back to 10, they shrink the same way to 8 and 5. Each
+// ReplicaSet records the size it was scaled for (desired- and max-replicas), as upstream's.
+func TestDeploymentProportionalScaling(t *testing.T) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+	dep := deployment("web", 10, "httpd:1", true)
+	surge, unavailable := intstr.FromInt32(3), intstr.FromInt32(2)
+	dep.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}
+	if _, err := cs.AppsV1().Deployments("default").Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first rollout complete", complete(t, cs, "web", 10))
+	if first := replicaSetsOf(t, cs, "web")["1"]; first.Annotations[desiredReplicasAnnotation] != "10" || first.Annotations[maxReplicasAnnotation] != "13" {
+		t.Fatalf("first ReplicaSet's sizing annotations %v, want desired 10 and max 13", first.Annotations)
+	}
+
+	// A template whose pods never become ready (no ready=yes label).
+	if _, err := cs.AppsV1().Deployments("default").Patch(t.Context(), "web", types.MergePatchType,
+		[]byte(`{"spec":{"template":{"metadata":{"labels":{"ready":null}},"spec":{"containers":[{"name":"c","image":"httpd:404"}]}}}}`),
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sizes := func() (first, second appsv1.ReplicaSet) {
+		sets := replicaSetsOf(t, cs, "web")
+		return sets["1"], sets["2"]
+	}
+	// settled waits until both ReplicaSets are asked for n1 and n2 replicas, run them, and the Deployment's
+	// status shows that state (so the sync that saw it has run), then checks they were not moved further.
+	settled := func(what string, n1, n2 int32) {
+		t.Helper()
+		eventually(t, what, func() bool {
+			first, second := sizes()
+			if specOf(first) != n1 || first.Status.AvailableReplicas != n1 || specOf(second) != n2 || second.Status.Replicas != n2 {
+				return false
+			}
+			dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "web", metav1.GetOptions{})
+			return err == nil && dep.Status.ObservedGeneration == dep.Generation && dep.Status.AvailableReplicas == n1 &&
+				dep.Status.Replicas == n1+n2 && dep.Status.UnavailableReplicas == n2 // upstream's: asked − available
+		})
+		if first, second := sizes(); specOf(first) != n1 || specOf(second) != n2 {
+			t.Fatalf("%s: the ReplicaSets moved on to %d and %d", what, specOf(first), specOf(second))
+		}
+	}
+	settled("the rollout stuck at 8 old and 5 new", 8, 5)
+
+	scaleDeployment(t, cs, "web", 30)
+	settled("scaled in proportion to 20 old and 13 new", 20, 13)
+	for _, rs := range []appsv1.ReplicaSet{replicaSetsOf(t, cs, "web")["1"], replicaSetsOf(t, cs, "web")["2"]} {
+		if rs.Annotations[desiredReplicasAnnotation] != "30" || rs.Annotations[maxReplicasAnnotation] != "33" {
+			t.Fatalf("ReplicaSet %s sizing annotations %v, want desired 30 and max 33", rs.Name, rs.Annotations)
+		}
+	}
+
+	scaleDeployment(t, cs, "web", 10)
+	settled("scaled down in proportion to 8 old and 5 new", 8, 5)
+	for _, rs := range []appsv1.ReplicaSet{replicaSetsOf(t, cs, "web")["1"], replicaSetsOf(t, cs, "web")["2"]} {
+		if rs.Annotations[desiredReplicasAnnotation] != "10" || rs.Annotations[maxReplicasAnnotation] != "13" {
+			t.Fatalf("ReplicaSet %s sizing annotations %v, want desired 10 and max 13", rs.Name, rs.Annotations)
+		}
+	}
+}
+
+// TestDeploymentRollover follows the conformance suite's rollover test: a Deployment (maxUnavailable 0, maxSurge
+// 1, minReadySeconds 10) adopts a ready ReplicaSet made before it, starts a rollout that cannot finish (its pods
+// never become ready), and is updated again before it does. The stuck ReplicaSet goes first (its pod is not
+// available), the adopted one only once the newest one's pod has been ready for minReadySeconds: checked as the
+// suite checks it, never more than 2 replicas asked for and, once the adopted ReplicaSet is scaled down, never
+// fewer than 1 available. (The suite failed this way when orphans were not adopted: the Deployment did not count
+// the adopted ReplicaSet's pod, so nothing was available.) Both old ReplicaSets end at zero.
+func TestDeploymentRollover(t *testing.T) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+	rsLabels := map[string]string{"app": "roll", "pod": "orphan"}
+	orphan := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "roll-controller", Namespace: "default", Labels: rsLabels},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptrTo(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: rsLabels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "roll", "pod": "orphan", "ready": "yes"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "agnhost:1"}}}}}}
+	if _, err := cs.AppsV1().ReplicaSets("default").Create(t.Context(), orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	getRS := func(name string) *appsv1.ReplicaSet {
+		rs, err := cs.AppsV1().ReplicaSets("default").Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	eventually(t, "the orphan's pod ready", func() bool { return getRS("roll-controller").Status.ReadyReplicas == 1 })
+
+	dep := deployment("roll", 1, "redis:nonexistent", false)
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	dep.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}
+	dep.Spec.MinReadySeconds = 10
+	created, err := cs.AppsV1().Deployments("default").Create(t.Context(), dep, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	getDep := func() *appsv1.Deployment {
+		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "roll", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dep
+	}
+	var stuck string
+	eventually(t, "both ReplicaSets running 1 replica", func() bool {
+		dep := getDep()
+		first, ok := replicaSetsOf(t, cs, "roll")["1"]
+		if !ok || dep.Status.UpdatedReplicas < 1 || dep.Annotations[revisionAnnotation] != "1" {
+			return false
+		}
+		stuck = first.Name
+		adopted := getRS("roll-controller")
+		return specOf(first) == 1 && first.Status.Replicas == 1 && specOf(*adopted) == 1 && adopted.Status.Replicas == 1
+	})
+	if ref := metav1.GetControllerOf(getRS("roll-controller")); ref == nil || ref.UID != created.UID {
+		t.Fatalf("the orphan was not adopted: %v", getRS("roll-controller").OwnerReferences)
+	}
+
+	// Roll over to a template whose pods become ready.
+	if _, err := cs.AppsV1().Deployments("default").Patch(t.Context(), "roll", types.MergePatchType,
+		[]byte(`{"spec":{"template":{"metadata":{"labels":{"ready":"yes"}},"spec":{"containers":[{"name":"c","image":"agnhost:1"}]}}}}`),
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stepped := false
+	eventually(t, "the rollover complete, never below 1 available", func() bool {
+		dep := getDep()
+		list, err := cs.AppsV1().ReplicaSets("default").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var newRS *appsv1.ReplicaSet
+		var asked int32
+		checkable := true
+		for i, rs := range list.Items {
+			if ref := metav1.GetControllerOf(&rs); ref == nil || ref.UID != dep.UID {
+				continue
+			}
+			if rs.Spec.Template.Spec.Containers[0].Image == "agnhost:1" && rs.Name != "roll-controller" {
+				newRS = &list.Items[i]
+			} else if specOf(rs) == 0 {
+				continue
+			}
+			asked += specOf(rs)
+			if rs.Spec.Selector.MatchLabels[templateHashLabel] == "" {
+				checkable = false // as the suite: the rolling check waits for the ReplicaSets it can tell apart
+			}
+		}
+		if newRS == nil || dep.Annotations[revisionAnnotation] != "2" {
+			return false
+		}
+		if checkable && asked > 2 {
+			t.Fatalf("%d replicas asked for, more than 1 + maxSurge 1", asked)
+		}
+		if checkable && dep.Status.AvailableReplicas < 1 {
+			t.Fatalf("total pods available: %d, less than the min required: 1", dep.Status.AvailableReplicas)
+		}
+		if !stepped && newRS.Status.ReadyReplicas == 1 && newRS.Status.AvailableReplicas == 0 {
+			clk.Step(11 * time.Second) // past minReadySeconds
+			stepped = true
+		}
+		return complete(t, cs, "roll", 1)()
+	})
+	for _, name := range []string{"roll-controller", stuck} {
+		if rs := getRS(name); specOf(*rs) != 0 || rs.Status.Replicas != 0 {
+			t.Fatalf("old ReplicaSet %s: %d asked, %d running; want 0", name, specOf(*rs), rs.Status.Replicas)
+		}
+	}
+}
+
+// TestDeploymentRecreateWaitsForTerminatingPods: under Recreate the new ReplicaSet is made only once the old
+// pods are gone, not merely asked to go (upstream's oldPodsRunning): pods on a node terminate gracefully, and
+// while they do, though their ReplicaSet already counts none, no new ReplicaSet or pod exists.
+func TestDeploymentRecreateWaitsForTerminatingPods(t *testing.T) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+	dep := deployment("db", 2, "pg:1", true)
+	dep.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType
+	dep.Spec.Template.Spec.NodeName = "n1" // bound pods: deleted gracefully, so they linger as terminating
+	if _, err := cs.AppsV1().Deployments("default").Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first rollout complete", complete(t, cs, "db", 2))
+	setImage(t, cs, "db", "pg:2")
+	pods := func() []corev1.Pod {
+		list, err := cs.CoreV1().Pods("default").List(t.Context(), metav1.ListOptions{LabelSelector: "app=db"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	// Wait until the old pods are terminating, their ReplicaSet counts none, and the Deployment has synced since
+	// (its status counts no old replica either): the point where a new ReplicaSet would have been made.
+	eventually(t, "the old pods terminating and the Deployment counting none of them", func() bool {
+		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "db", metav1.GetOptions{})
+		if err != nil || dep.Status.ObservedGeneration != dep.Generation || dep.Status.Replicas != dep.Status.UpdatedReplicas ||
+			replicaSetsOf(t, cs, "db")["1"].Status.Replicas != 0 {
+			return false
+		}
+		for _, p := range pods() {
+			if p.Spec.Containers[0].Image == "pg:1" && p.DeletionTimestamp == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if _, ok := replicaSetsOf(t, cs, "db")["2"]; ok {
+		t.Fatal("a new ReplicaSet while the old pods are still terminating")
+	}
+	for _, p := range pods() {
+		if p.Spec.Containers[0].Image != "pg:1" {
+			t.Fatalf("pod %s (%s) beside terminating old pods", p.Name, p.Spec.Containers[0].Image)
+		}
+	}
+	// The kubelet's part: the old pods finish and go.
+	for _, p := range pods() {
+		if err := cs.CoreV1().Pods("default").Delete(t.Context(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the recreate complete", complete(t, cs, "db", 2))
+	if rs := replicaSetsOf(t, cs, "db")["2"]; specOf(rs) != 2 || rs.Spec.Template.Spec.Containers[0].Image != "pg:2" {
+		t.Fatalf("revision 2: %d replicas of %v, want 2 of pg:2", specOf(rs), rs.Spec.Template.Spec.Containers)
+	}
+}
+
+// TestDeploymentHistoryTrimmedOnceComplete: as upstream's cleanupDeployment, old ReplicaSets beyond
+// revisionHistoryLimit are deleted only once the rollout is complete — an emptied ReplicaSet stays, for a
+// rollback, while the rollout that emptied it is under way — and then all of them go (limit 0).
+func TestDeploymentHistoryTrimmedOnceComplete(t *testing.T) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+	dep := deployment("hist", 1, "app:1", true)
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	dep.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}
+	dep.Spec.RevisionHistoryLimit = ptrTo(int32(0))
+	dep.Spec.MinReadySeconds = 10 // nothing becomes available until the clock moves
+	if _, err := cs.AppsV1().Deployments("default").Create(t.Context(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first pod ready", func() bool { return replicaSetsOf(t, cs, "hist")["1"].Status.ReadyReplicas == 1 })
+	clk.Step(11 * time.Second)
+	eventually(t, "the first rollout complete", complete(t, cs, "hist", 1))
+
+	// Revision 2 never becomes ready; revision 3 does, and empties revision 2 at once (its pod is not available).
+	patchTemplate := func(body string) {
+		t.Helper()
+		if _, err := cs.AppsV1().Deployments("default").Patch(t.Context(), "hist", types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patchTemplate(`{"spec":{"template":{"metadata":{"labels":{"ready":null}},"spec":{"containers":[{"name":"c","image":"app:404"}]}}}}`)
+	eventually(t, "revision 2 running", func() bool { return replicaSetsOf(t, cs, "hist")["2"].Status.Replicas == 1 })
+	patchTemplate(`{"spec":{"template":{"metadata":{"labels":{"ready":"yes"}},"spec":{"containers":[{"name":"c","image":"app:3"}]}}}}`)
+	eventually(t, "revision 2 emptied, revision 3 ready but not yet available", func() bool {
+		sets := replicaSetsOf(t, cs, "hist")
+		dep, err := cs.AppsV1().Deployments("default").Get(t.Context(), "hist", metav1.GetOptions{})
+		if err != nil || dep.Status.ObservedGeneration != dep.Generation {
+			return false
+		}
+		second, ok := sets["2"]
+		if !ok {
+			t.Fatal("revision 2 deleted while the rollout is under way")
+		}
+		return specOf(second) == 0 && second.Status.Replicas == 0 && sets["3"].Status.ReadyReplicas == 1 &&
+			dep.Status.Replicas == 2 && dep.Status.UpdatedReplicas == 1 // the sync after revision 2 emptied ran
+	})
+	if _, ok := replicaSetsOf(t, cs, "hist")["2"]; !ok {
+		t.Fatal("revision 2 deleted while the rollout is under way")
+	}
+	clk.Step(11 * time.Second)
+	eventually(t, "the rollout complete and every old ReplicaSet deleted", func() bool {
+		sets := replicaSetsOf(t, cs, "hist")
+		_, has3 := sets["3"]
+		return complete(t, cs, "hist", 1)() && len(sets) == 1 && has3
 	})
 }
