@@ -120,6 +120,18 @@ func complete(t *testing.T, cs kubernetes.Interface, name string, want int32) fu
 	}
 }
 
+// startWithKubelet runs the controllers on a fake clock, with a fake kubelet that runs their pods, and returns
+// cluster c1's admin client and the clock.
+func startWithKubelet(t *testing.T) (kubernetes.Interface, *clocktesting.FakeClock) {
+	d := newDeps(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	d.Clock = clk
+	runControllers(t, d)
+	cs := admin(t, d, "c1")
+	fakeKubelet(t, cs, clk)
+	return cs, clk
+}
+
 func setImage(t *testing.T, cs kubernetes.Interface, name, image string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"c","image":%q}]}}}}`, image)
@@ -129,12 +141,7 @@ func setImage(t *testing.T, cs kubernetes.Interface, name, image string) {
 }
 
 func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
-	d := newDeps(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	d.Clock = clk
-	runControllers(t, d)
-	cs := admin(t, d, "c1")
-	fakeKubelet(t, cs, clk)
+	cs, _ := startWithKubelet(t)
 	dep := deployment("web", 4, "nginx:1", true)
 	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
 	dep.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}
@@ -200,12 +207,7 @@ func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
 }
 
 func TestDeploymentRecreatePauseAndHistory(t *testing.T) {
-	d := newDeps(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	d.Clock = clk
-	runControllers(t, d)
-	cs := admin(t, d, "c1")
-	fakeKubelet(t, cs, clk)
+	cs, _ := startWithKubelet(t)
 	dep := deployment("db", 2, "pg:1", true)
 	dep.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType
 	one := int32(1)
@@ -266,12 +268,7 @@ func TestDeploymentRecreatePauseAndHistory(t *testing.T) {
 }
 
 func TestDeploymentMinReadySecondsAndProgressDeadline(t *testing.T) {
-	d := newDeps(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	d.Clock = clk
-	runControllers(t, d)
-	cs := admin(t, d, "c1")
-	fakeKubelet(t, cs, clk)
+	cs, clk := startWithKubelet(t)
 
 	// minReadySeconds: ready pods count as available only once the clock has moved on by that much.
 	slow := deployment("slow", 2, "app:1", true)
@@ -379,12 +376,7 @@ func TestRollingPlanKeepsAvailability(t *testing.T) {
 // the adopted one's revision, and the old one is scaled down — as the conformance suite's RollingUpdateDeployment
 // test expects; a ReplicaSet of the Deployment whose labels stop matching is released.
 func TestDeploymentAdoptsOrphanReplicaSets(t *testing.T) {
-	d := newDeps(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	d.Clock = clk
-	runControllers(t, d)
-	cs := admin(t, d, "c1")
-	fakeKubelet(t, cs, clk)
+	cs, _ := startWithKubelet(t)
 	old := deployment("web", 1, "httpd:1", true) // its template, as a bare ReplicaSet
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-orphan", Namespace: "default", Labels: map[string]string{"app": "web"},
 		Annotations: map[string]string{revisionAnnotation: "3546343826724305832"}},
@@ -446,12 +438,7 @@ func scaleDeployment(t *testing.T, cs kubernetes.Interface, name string, n int32
 // of growing the new one, and they stay so; scaled back to 10, they shrink the same way to 8 and 5. Each
 // ReplicaSet records the size it was scaled for (desired- and max-replicas), as upstream's.
 func TestDeploymentProportionalScaling(t *testing.T) {
-	d := newDeps(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	d.Clock = clk
-	runControllers(t, d)
-	cs := admin(t, d, "c1")
-	fakeKubelet(t, cs, clk)
+	cs, _ := startWithKubelet(t)
 	dep := deployment("web", 10, "httpd:1", true)
 	surge, unavailable := intstr.FromInt32(3), intstr.FromInt32(2)
 	dep.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}
@@ -517,12 +504,7 @@ func TestDeploymentProportionalScaling(t *testing.T) {
 // fewer than 1 available. (The suite failed this way when orphans were not adopted: the Deployment did not count
 // the adopted ReplicaSet's pod, so nothing was available.) Both old ReplicaSets end at zero.
 func TestDeploymentRollover(t *testing.T) {
-	d := newDeps(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	d.Clock = clk
-	runControllers(t, d)
-	cs := admin(t, d, "c1")
-	fakeKubelet(t, cs, clk)
+	cs, clk := startWithKubelet(t)
 	rsLabels := map[string]string{"app": "roll", "pod": "orphan"}
 	orphan := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "roll-controller", Namespace: "default", Labels: rsLabels},
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptrTo(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: rsLabels},
@@ -626,12 +608,7 @@ func TestDeploymentRollover(t *testing.T) {
 // pods are gone, not merely asked to go (upstream's oldPodsRunning): pods on a node terminate gracefully, and
 // while they do, though their ReplicaSet already counts none, no new ReplicaSet or pod exists.
 func TestDeploymentRecreateWaitsForTerminatingPods(t *testing.T) {
-	d := newDeps(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	d.Clock = clk
-	runControllers(t, d)
-	cs := admin(t, d, "c1")
-	fakeKubelet(t, cs, clk)
+	cs, _ := startWithKubelet(t)
 	dep := deployment("db", 2, "pg:1", true)
 	dep.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType
 	dep.Spec.Template.Spec.NodeName = "n1" // bound pods: deleted gracefully, so they linger as terminating
@@ -686,12 +663,7 @@ func TestDeploymentRecreateWaitsForTerminatingPods(t *testing.T) {
 // revisionHistoryLimit are deleted only once the rollout is complete — an emptied ReplicaSet stays, for a
 // rollback, while the rollout that emptied it is under way — and then all of them go (limit 0).
 func TestDeploymentHistoryTrimmedOnceComplete(t *testing.T) {
-	d := newDeps(t)
-	clk := clocktesting.NewFakeClock(time.Now())
-	d.Clock = clk
-	runControllers(t, d)
-	cs := admin(t, d, "c1")
-	fakeKubelet(t, cs, clk)
+	cs, clk := startWithKubelet(t)
 	dep := deployment("hist", 1, "app:1", true)
 	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
 	dep.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}
