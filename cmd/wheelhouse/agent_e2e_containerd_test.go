@@ -125,9 +125,10 @@ func TestContainerdAgent(t *testing.T) {
 		}},
 		{"the pod reaches its Service by name", func(t *testing.T) {
 			// DNS from the pod's resolv.conf (containerd writes the sandbox's DNS config), the cluster IP through
-			// the proxy, back to the pod itself (hairpin on the CNI bridge).
+			// the proxy, back to the pod itself (hairpin on the CNI bridge). "web.default", not "web": the pod is
+			// named web too, and its /etc/hosts (kubelet's) maps its own name to its own IP, as upstream's does.
 			eventually(t, 30*time.Second, "web answers through its Service", func() (bool, string) {
-				out, err := c.k.run("", "exec", "web", "--", "/podserver", "get", "http://web/")
+				out, err := c.k.run("", "exec", "web", "--", "/podserver", "get", "http://web.default/")
 				return err == nil && strings.Contains(out, "hello from web"), out
 			})
 		}},
