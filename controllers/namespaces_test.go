@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -142,8 +141,8 @@ func TestNamespaceDeletesPodsFirst(t *testing.T) {
 	if c := cond(ns, corev1.NamespaceContentRemaining); c != nil && c.Message != "Some resources are remaining: pods has 1 resource instances" {
 		t.Errorf("ContentRemaining message = %q", c.Message)
 	}
-	// Another pass or two: the ConfigMap the pod may use is still there.
-	time.Sleep(2 * namespaceRecheck)
+	// The pass that wrote those conditions found the pod remaining and left the rest alone: the ConfigMap the pod
+	// may use is still there.
 	if _, err := cs.CoreV1().ConfigMaps("ordered").Get(bg, "used", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the ConfigMap went before the pod: %v", err)
 	}
