@@ -96,7 +96,7 @@ func apis(ctx context.Context, cfg serverConfig, ten *tenancy.Store, st *store.S
 		Authenticator: tokenAuthenticator{ten}, Authorizer: authz, Admission: adm,
 		Rules: rulesResolver{authz}, ClusterObjects: clusterObjects, OpenAPI: spec, TypeConverter: tc,
 		Auditor: auditor, ServiceAccountTokens: saTokens, Logger: log.With("component", "kubeapi"),
-		DisableWatchCache: cfg.WatchCache == "off", Connector: agents})
+		DisableWatchCache: cfg.WatchCache == "off", Connector: agents, APIEndpoint: self.apiEndpoint(ctx, log)})
 	if err != nil {
 		auditW.Close()
 		return nil, nil, err

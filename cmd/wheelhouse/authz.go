@@ -67,10 +67,10 @@ func (r *rbacAuthorizer) Authorize(ctx context.Context, at kubeapi.Attributes) (
 	return d.Allowed, d.Reason, err
 }
 
-// admission checks writes before they are stored: Priority for new pods (spec.priority from the
-// PriorityClass), ServiceAccount for new pods (the kube-api-access volume), DefaultTolerationSeconds for new
-// pods, PodResizeValidator for resizes (the node's allocatable), NodeRestriction for nodes, then RBAC's
-// escalation check for RBAC objects.
+// admission is the Kubernetes API's admission, in upstream's two phases. Mutating (before validation):
+// Priority for new pods (spec.priority from the PriorityClass), ServiceAccount for new pods (the kube-api-access
+// volume), DefaultTolerationSeconds for pods created and updated. Validating (after it): PodResizeValidator for
+// resizes (the node's allocatable), NodeRestriction for nodes, then RBAC's escalation check for RBAC objects.
 type admission struct {
 	r              *rbacAuthorizer
 	priority       *admissionpkg.Priority       // set once the API exists
@@ -90,11 +90,12 @@ func (ad *admission) Admit(ctx context.Context, req kubeapi.AdmissionRequest) er
 			return err
 		}
 	}
-	if err := ad.tolerations.Admit(ctx, req); err != nil {
-		return err
-	}
+	return ad.tolerations.Admit(ctx, req)
+}
+
+func (ad *admission) Validate(ctx context.Context, req kubeapi.AdmissionRequest) error {
 	if ad.podResize != nil {
-		if err := ad.podResize.Admit(ctx, req); err != nil {
+		if err := ad.podResize.Validate(ctx, req); err != nil {
 			return err
 		}
 	}

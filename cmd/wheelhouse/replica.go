@@ -5,9 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,4 +84,48 @@ func (d tunnelDirectory) TunnelPeer(ctx context.Context, cluster, node string) (
 		return "", false, err
 	}
 	return h.URL, true, nil
+}
+
+// apiEndpoint is the address the Kubernetes API is advertised at in every cluster (default/kubernetes's
+// Endpoints and EndpointSlice, kubeapi.Config.APIEndpoint): the advertise URL's host and port. A host name is
+// resolved; a loopback address (a server listening on 127.0.0.1, as make run's) is no address Endpoints may
+// hold, so the machine's first global unicast address stands in. The zero value when there is none.
+func (r replica) apiEndpoint(ctx context.Context, log *slog.Logger) netip.AddrPort {
+	u, err := url.Parse(r.url)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil {
+		port = 443
+		if u.Scheme == "http" {
+			port = 80
+		}
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		addrs, err = net.DefaultResolver.LookupNetIP(rctx, "ip", u.Hostname())
+		cancel()
+		if err != nil {
+			log.Warn("the advertise URL's host does not resolve: default/kubernetes gets the machine's address", "host", u.Hostname(), "err", err)
+		}
+	}
+	for _, a := range addrs {
+		if a = a.Unmap(); a.IsGlobalUnicast() {
+			return netip.AddrPortFrom(a, uint16(port))
+		}
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	for _, ia := range ifaddrs {
+		if p, err := netip.ParsePrefix(ia.String()); err == nil && p.Addr().Is4() && p.Addr().IsGlobalUnicast() {
+			return netip.AddrPortFrom(p.Addr(), uint16(port))
+		}
+	}
+	return netip.AddrPort{}
 }

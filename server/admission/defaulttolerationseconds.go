@@ -8,17 +8,19 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/server/kubeapi"
 )
 
-// DefaultTolerationSeconds is upstream's admission plugin of that name: a pod created without a toleration of
-// the node.kubernetes.io/not-ready or node.kubernetes.io/unreachable NoExecute taint gets one for Seconds, so
-// the node lifecycle controller evicts it that long after its node is lost rather than at once. A toleration
+// DefaultTolerationSeconds is upstream's admission plugin of that name: a pod created or updated without a
+// toleration of the node.kubernetes.io/not-ready or node.kubernetes.io/unreachable NoExecute taint gets one for
+// Seconds (on update too, so an update that replaces the tolerations keeps the ones it was given, which pod
+// validation requires), so the node lifecycle controller evicts it that long after its node is lost rather than
+// at once. A toleration
 // with an empty key (every taint) or an empty effect (every effect) counts, as upstream. Seconds is the
 // server's --default-toleration-seconds (300 by default, upstream's as well); negative turns the step off.
 type DefaultTolerationSeconds struct{ Seconds int64 }
 
-// Admit adds the missing tolerations to a pod being created.
+// Admit adds the missing tolerations to a pod being created or updated.
 func (d DefaultTolerationSeconds) Admit(_ context.Context, req kubeapi.AdmissionRequest) error {
 	pod, ok := req.Object.(*corev1.Pod)
-	if !ok || req.Operation != "CREATE" || req.Subresource != "" || d.Seconds < 0 {
+	if !ok || (req.Operation != "CREATE" && req.Operation != "UPDATE") || req.Subresource != "" || d.Seconds < 0 {
 		return nil
 	}
 	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {

@@ -37,7 +37,8 @@ func TestDefaultTolerationSeconds(t *testing.T) {
 			{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: secs(5)},
 			{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: secs(5)}}},
 		{name: "turned off", seconds: -1},
-		{name: "updates untouched", seconds: 300, op: "UPDATE"},
+		{name: "updates too", seconds: 300, op: "UPDATE", tols: []corev1.Toleration{gpu}, want: []corev1.Toleration{gpu, notReady, unreachable}},
+		{name: "deletes untouched", seconds: 300, op: "DELETE"},
 		{name: "subresources untouched", seconds: 300, sub: "status"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,8 +32,8 @@ type Nodes interface {
 // which the kubelet would otherwise leave pending forever.
 type PodResize struct{ Nodes Nodes }
 
-// Admit checks a resize against the pod's node.
-func (p PodResize) Admit(ctx context.Context, req kubeapi.AdmissionRequest) error {
+// Validate checks a resize against the pod's node (a validating step: it changes nothing).
+func (p PodResize) Validate(ctx context.Context, req kubeapi.AdmissionRequest) error {
 	pod, ok := req.Object.(*corev1.Pod)
 	if !ok || req.Operation != "UPDATE" || req.Subresource != "resize" || pod.Spec.NodeName == "" {
 		return nil

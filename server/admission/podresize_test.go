@@ -55,7 +55,7 @@ func TestPodResize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := pod(tc.pod.Spec.NodeName, "1", "1Gi", 1)
-			err := PodResize{Nodes: known}.Admit(t.Context(), kubeapi.AdmissionRequest{Operation: "UPDATE",
+			err := PodResize{Nodes: known}.Validate(t.Context(), kubeapi.AdmissionRequest{Operation: "UPDATE",
 				Subresource: tc.subresource, Object: tc.pod, OldObject: old})
 			if tc.want == "" {
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,7 +96,8 @@ type Authorizer interface {
 	Authorize(ctx context.Context, a Attributes) (allowed bool, reason string, err error)
 }
 
-// AdmissionRequest is a write about to be stored, after defaulting and validation.
+// AdmissionRequest is a write about to be stored: after defaulting for the mutating steps, after validation too
+// for the validating ones.
 type AdmissionRequest struct {
 	User      User
 	Cluster   string
@@ -109,10 +111,14 @@ type AdmissionRequest struct {
 	OldObject   runtime.Object // nil on CREATE
 }
 
-// Admission checks a write before it is stored; an error refuses it (return an apierrors status error, such as
-// Forbidden, to choose the answer; any other error is an internal error).
+// Admission checks a write before it is stored, in upstream's two phases: Admit (mutating admission) runs after
+// defaulting and before validation and may change req.Object — what it adds is validated with the rest, and an
+// update that drops what it added gets it back before validation compares old and new; Validate (validating
+// admission) runs after validation and must not change the object. An error refuses the write (return an
+// apierrors status error, such as Forbidden, to choose the answer; any other error is an internal error).
 type Admission interface {
 	Admit(ctx context.Context, req AdmissionRequest) error
+	Validate(ctx context.Context, req AdmissionRequest) error
 }
 
 // OpenAPI serves the OpenAPI documents (server/openapi.Spec implements it).
@@ -156,10 +162,14 @@ type Config struct {
 	// feeds RBACSource.
 	WatchCache        *watchcache.Cache
 	DisableWatchCache bool
+	// APIEndpoint is the address the API is advertised at, written by EnsureCluster as the Endpoints and
+	// EndpointSlice of every cluster's default/kubernetes Service (zero: none are written).
+	APIEndpoint netip.AddrPort
 	// ClusterObjects are extra objects EnsureCluster creates in every cluster when they are missing (the
 	// built-in RBAC roles and bindings).
 	ClusterObjects func() []runtime.Object
-	// Admission checks writes after validation (optional; RBAC's escalation check).
+	// Admission mutates writes before validation and checks them after it (optional: service accounts,
+	// priorities, default tolerations, RBAC's escalation check, ...).
 	Admission Admission
 	// Rules answers SelfSubjectRulesReview (optional).
 	Rules RulesResolver

@@ -8,10 +8,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
 	"github.com/wheelhouse-dev/wheelhouse/store"
@@ -44,7 +47,10 @@ func (a *API) EnsureCluster(ctx context.Context, cluster string) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return a.ensureKubernetesService(ctx, cluster)
+	if err := a.ensureKubernetesService(ctx, cluster); err != nil {
+		return err
+	}
+	return a.ensureAPIEndpoints(ctx, cluster)
 }
 
 // DeleteClusterObjects removes every object of a deleted cluster from the store and drops what this process
@@ -107,6 +113,98 @@ func APIServiceIP(cl Cluster) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("kubeapi: cluster %s: service CIDR %q: %w", cl.ID, cl.ServiceCIDR, err)
 	}
 	return nthAddr(prefix, 1), nil
+}
+
+// ensureAPIEndpoints writes default/kubernetes's Endpoints and EndpointSlice, both named kubernetes, as
+// kube-apiserver's endpoint reconciler does: Config.APIEndpoint, the address the API is advertised at. They are
+// created when missing and corrected when a server started with another address (nothing is written without
+// one). In-cluster clients do not go there: each node's proxy sends the Service to the node's own API proxy
+// (agents/services.go ignores this slice, docs/design/incluster.md); these objects tell tools where the API
+// is, as upstream's do. The Endpoints are marked skip-mirror: the slice is written here, not mirrored.
+func (a *API) ensureAPIEndpoints(ctx context.Context, cluster string) error {
+	ep := a.cfg.APIEndpoint
+	if !ep.IsValid() {
+		return nil
+	}
+	ip, port := ep.Addr().Unmap().String(), int32(ep.Port())
+	eps := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
+			Labels: map[string]string{discoveryv1.LabelSkipMirror: "true"}},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: ip}},
+			Ports: []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}}}},
+	}
+	family := discoveryv1.AddressTypeIPv4
+	if ep.Addr().Unmap().Is6() {
+		family = discoveryv1.AddressTypeIPv6
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: family,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	if err := a.reconcileObject(ctx, cluster, eps, func(stored runtime.Object) bool {
+		s := stored.(*corev1.Endpoints)
+		if equality.Semantic.DeepEqual(s.Subsets, eps.Subsets) {
+			return false
+		}
+		s.Subsets = eps.Subsets
+		return true
+	}); err != nil {
+		return err
+	}
+	return a.reconcileObject(ctx, cluster, slice, func(stored runtime.Object) bool {
+		s := stored.(*discoveryv1.EndpointSlice)
+		if s.AddressType == slice.AddressType && equality.Semantic.DeepEqual(s.Endpoints, slice.Endpoints) &&
+			equality.Semantic.DeepEqual(s.Ports, slice.Ports) {
+			return false
+		}
+		s.AddressType, s.Endpoints, s.Ports = slice.AddressType, slice.Endpoints, slice.Ports
+		return true
+	})
+}
+
+// reconcileObject creates obj (a system object) when it is missing; when it exists, fix is given the stored
+// object to bring to obj's content and says whether it changed anything, and a change is written (a
+// compare-and-swap: a concurrent writer wins, and the next start corrects it again).
+func (a *API) reconcileObject(ctx context.Context, cluster string, obj runtime.Object, fix func(stored runtime.Object) bool) error {
+	if err := a.ensureObject(ctx, cluster, obj); err != nil {
+		return err
+	}
+	gvks, _, err := resources.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return err
+	}
+	res, ok := a.resourceForKind(gvks[0])
+	if !ok {
+		return fmt.Errorf("kubeapi: no resource serves %v", gvks[0])
+	}
+	m := mustAccessor(obj)
+	key := store.Key{Cluster: cluster, Resource: res.Storage, Namespace: m.GetNamespace(), Name: m.GetName()}
+	so, err := a.cfg.Storage.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("kubeapi: read %s: %w", key, err)
+	}
+	stored, err := decodeStored(res, so)
+	if err != nil {
+		return fmt.Errorf("kubeapi: decode %s: %w", key, err)
+	}
+	if !fix(stored) {
+		return nil
+	}
+	if err := validateCreate(res, stored); err != nil {
+		return fmt.Errorf("kubeapi: system object %v is invalid: %w", gvks[0], err)
+	}
+	data, err := encodeStored(res, stored)
+	if err != nil {
+		return err
+	}
+	if _, err := a.cfg.Storage.Update(ctx, key, data, so.Revision); err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("kubeapi: update %s: %w", key, err)
+	}
+	return nil
 }
 
 // ensureObject creates obj (a system object) unless it exists.

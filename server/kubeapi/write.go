@@ -65,7 +65,8 @@ func (rq *request) create() error {
 }
 
 // createObject runs the create pipeline on a decoded object (POST, and PATCH/apply creating an object):
-// namespace lifecycle, server-owned metadata, defaulting, validation, managed fields, store.
+// namespace lifecycle, server-owned metadata, defaulting, mutating admission, validation, validating admission,
+// managed fields, store.
 func (rq *request) createObject(obj runtime.Object) (runtime.Object, error) {
 	dry, err := rq.dryRun()
 	if err != nil {
@@ -83,10 +84,13 @@ func (rq *request) createObject(obj runtime.Object) (runtime.Object, error) {
 	if rq.res.Default != nil {
 		rq.res.Default(obj)
 	}
+	if err := rq.admit(admissionMutate, "CREATE", obj, nil); err != nil {
+		return nil, err
+	}
 	if err := validateCreate(rq.res, obj); err != nil {
 		return nil, err
 	}
-	if err := rq.admit("CREATE", obj, nil); err != nil {
+	if err := rq.admit(admissionValidate, "CREATE", obj, nil); err != nil {
 		return nil, err
 	}
 	if !rq.applying() {
@@ -144,15 +148,28 @@ func (rq *request) writtenResult(pw *pendingWrite, so store.Object) (runtime.Obj
 	return obj, nil
 }
 
-// admit runs the configured admission check on a write.
-func (rq *request) admit(op string, obj, old runtime.Object) error {
-	if rq.api.cfg.Admission == nil {
+// The two admission phases (Admission's two methods).
+const (
+	admissionMutate = iota
+	admissionValidate
+)
+
+// admit runs one phase of the configured admission on a write.
+func (rq *request) admit(phase int, op string, obj, old runtime.Object) error {
+	adm := rq.api.cfg.Admission
+	if adm == nil {
 		return nil
 	}
 	m := mustAccessor(obj)
-	err := rq.api.cfg.Admission.Admit(rq.ctx, AdmissionRequest{User: rq.user, Cluster: rq.cluster.ID, Operation: op,
+	req := AdmissionRequest{User: rq.user, Cluster: rq.cluster.ID, Operation: op,
 		Resource: rq.res, Subresource: rq.info.subresource, Namespace: m.GetNamespace(), Name: m.GetName(),
-		Object: obj, OldObject: old})
+		Object: obj, OldObject: old}
+	var err error
+	if phase == admissionMutate {
+		err = adm.Admit(rq.ctx, req)
+	} else {
+		err = adm.Validate(rq.ctx, req)
+	}
 	var st apierrors.APIStatus
 	if err != nil && !errors.As(err, &st) {
 		return internal(err)
@@ -302,8 +319,8 @@ type updateBase struct {
 // errRetry marks a compare-and-swap that lost a race.
 var errRetry = errors.New("kubeapi: conflict")
 
-// updateObject runs the update pipeline: server-owned metadata, status split, defaulting, validation, managed
-// fields, finalizer completion, store. A no-op update writes nothing and returns the stored object.
+// updateObject runs the update pipeline: server-owned metadata, status split, defaulting, mutating admission,
+// generation, validation, validating admission, managed fields, finalizer completion, store. A no-op update writes nothing and returns the stored object.
 func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Object, error) {
 	dry, err := rq.dryRun()
 	if err != nil {
@@ -321,6 +338,10 @@ func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Obj
 	if rq.res.Default != nil {
 		rq.res.Default(obj)
 	}
+	// Mutating admission first, as upstream's: what it adds counts for the generation and for validation.
+	if err := rq.admit(admissionMutate, "UPDATE", obj, old); err != nil {
+		return nil, err
+	}
 	bumpGeneration(rq.res, obj, old)
 	if svc, ok := obj.(*corev1.Service); ok {
 		keepAddresses(svc, old.(*corev1.Service))
@@ -328,7 +349,7 @@ func (rq *request) updateObject(obj, old runtime.Object, rev int64) (runtime.Obj
 	if err := validateUpdate(rq.res, obj, old, sub); err != nil {
 		return nil, err
 	}
-	if err := rq.admit("UPDATE", obj, old); err != nil {
+	if err := rq.admit(admissionValidate, "UPDATE", obj, old); err != nil {
 		return nil, err
 	}
 	if !rq.applying() {
