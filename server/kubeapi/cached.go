@@ -49,7 +49,7 @@ func (a *API) collection(ctx context.Context, cluster string, res *resources.Res
 		return nil, errNoCache
 	}
 	return a.cache.Collection(ctx, cacheKind(cluster, res), func(so store.Object) (runtime.Object, error) {
-		if obj := a.written.take(so.Key, so.Revision, so.Value); obj != nil {
+		if obj := a.written.take(so.Key, so.Revision, so.Value, res.GVK); obj != nil {
 			return obj, nil
 		}
 		return decodeStored(res, so)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
@@ -60,12 +61,14 @@ func (w *recentWrites) written(pw *pendingWrite, rev int64) (runtime.Object, boo
 	return pw.settle(rev)
 }
 
-// take is the object kept for key when its bytes are value, at revision rev; nil otherwise.
-func (w *recentWrites) take(key store.Key, rev int64, value []byte) runtime.Object {
+// take is the object kept for key when its bytes are value and it is of kind gvk, at revision rev; nil
+// otherwise. The kind matters where two resources share a storage (core/v1 and events.k8s.io/v1 Events): each
+// one's collection decodes the same bytes into its own type.
+func (w *recentWrites) take(key store.Key, rev int64, value []byte, gvk schema.GroupVersionKind) runtime.Object {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pw := w.byKey[key]
-	if pw == nil || !bytes.Equal(pw.data, value) {
+	if pw == nil || !bytes.Equal(pw.data, value) || pw.obj.GetObjectKind().GroupVersionKind() != gvk {
 		return nil
 	}
 	obj, ok := pw.settle(rev)
