@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,9 @@ type User struct {
 	Name   string
 	UID    string
 	Groups []string
+	// Extra is what upstream's authenticators add (a ServiceAccount token's credential ID, bound pod and node),
+	// shown by SelfSubjectReview and TokenReview.
+	Extra map[string][]string
 	// Revision, when set, is the store revision at authentication: authorization decides on RBAC state at least
 	// this new, so a change committed anywhere before the request applies to it.
 	Revision int64
@@ -428,14 +432,7 @@ func (rq *request) authenticate() (User, error) {
 	if !ok || strings.TrimSpace(token) == "" {
 		return User{}, apierrors.NewUnauthorized("Unauthorized: a bearer token is required")
 	}
-	token = strings.TrimSpace(token)
-	var u User
-	var err error
-	if rq.api.cfg.ServiceAccountTokens != nil && satoken.LooksLikeJWT(token) {
-		u, err = rq.serviceAccountUser(token)
-	} else {
-		u, err = rq.api.cfg.Authenticator.AuthenticateToken(rq.ctx, rq.cluster.ID, token)
-	}
+	u, err := rq.authenticateToken(strings.TrimSpace(token), satoken.APIAudience)
 	switch {
 	case errors.Is(err, ErrUnauthenticated):
 		return User{}, apierrors.NewUnauthorized("Unauthorized")
@@ -445,6 +442,18 @@ func (rq *request) authenticate() (User, error) {
 		return User{}, internal(err)
 	}
 	return u, nil
+}
+
+// authenticateToken checks a bearer token for the request's cluster: a ServiceAccount token (for one of
+// audiences) or, through the Authenticator, any other (an API token of the platform, whose audience is the API).
+func (rq *request) authenticateToken(token string, audiences ...string) (User, error) {
+	if rq.api.cfg.ServiceAccountTokens != nil && satoken.LooksLikeJWT(token) {
+		return rq.serviceAccountUser(token, audiences...)
+	}
+	if !slices.Contains(audiences, satoken.APIAudience) {
+		return User{}, ErrUnauthenticated
+	}
+	return rq.api.cfg.Authenticator.AuthenticateToken(rq.ctx, rq.cluster.ID, token)
 }
 
 func (rq *request) authorize(attrs Attributes) error {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
+	"github.com/wheelhouse-dev/wheelhouse/server/satoken"
 )
 
 // serveNonResource answers discovery, OpenAPI and /version below the cluster prefix.
@@ -64,6 +65,14 @@ func (rq *request) serveNonResource() error {
 		}
 	case len(p) >= 2 && p[0] == "openapi" && rq.api.cfg.OpenAPI != nil:
 		return rq.serveOpenAPI(p[1:])
+	case len(p) == 2 && p[0] == ".well-known" && p[1] == "openid-configuration" && rq.api.cfg.ServiceAccountTokens != nil:
+		return rq.writeJSONAs("application/json", satoken.OpenIDConfiguration())
+	case strings.Join(p, "/") == strings.TrimPrefix(satoken.JWKSPath, "/") && rq.api.cfg.ServiceAccountTokens != nil:
+		keys, err := rq.api.cfg.ServiceAccountTokens.JWKS(rq.ctx, rq.cluster.ID)
+		if err != nil {
+			return internal(err)
+		}
+		return rq.writeJSONAs("application/jwk-set+json", keys)
 	}
 	return statusErr(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
 }
@@ -200,12 +209,15 @@ func versionDiscovery(reg *resources.Registry, gv schema.GroupVersion) apidiscov
 }
 
 // writeJSON writes a plain JSON document (for /version, which is not a runtime.Object).
-func (rq *request) writeJSON(v any) error {
+func (rq *request) writeJSON(v any) error { return rq.writeJSONAs("application/json", v) }
+
+// writeJSONAs writes v as JSON with the given content type (the OIDC documents have their own).
+func (rq *request) writeJSONAs(contentType string, v any) error {
 	b, err := jsonMarshal(v)
 	if err != nil {
 		return internal(err)
 	}
-	rq.w.Header().Set("Content-Type", "application/json")
+	rq.w.Header().Set("Content-Type", contentType)
 	rq.w.WriteHeader(http.StatusOK)
 	_, _ = rq.w.Write(b)
 	return nil

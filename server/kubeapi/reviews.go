@@ -2,14 +2,18 @@ package kubeapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/wheelhouse-dev/wheelhouse/server/satoken"
 )
 
 // RulesResolver lists the rules that apply to a user in a namespace ("" for cluster-wide rules only), for
@@ -61,12 +65,57 @@ func (rq *request) review() error {
 			return err
 		}
 	case *authenticationv1.SelfSubjectReview:
-		o.Status.UserInfo = authenticationv1.UserInfo{Username: rq.user.Name, UID: rq.user.UID, Groups: rq.user.Groups}
+		o.Status.UserInfo = userInfo(rq.user)
+	case *authenticationv1.TokenReview:
+		if o.Spec.Token == "" {
+			return apierrors.NewBadRequest("token is required for TokenReview in authentication")
+		}
+		o.Status = rq.tokenReview(o.Spec)
 	default:
 		return internalf("no review for %T", obj)
 	}
 	setGVK(rq.res, obj)
 	return rq.writeObject(http.StatusCreated, obj)
+}
+
+// tokenReview authenticates a token as a request to this cluster would be, for the audiences asked (none: the
+// API's own). A token of another cluster, or of a platform user outside the cluster's team, is not authenticated.
+func (rq *request) tokenReview(spec authenticationv1.TokenReviewSpec) authenticationv1.TokenReviewStatus {
+	audiences := spec.Audiences
+	if len(audiences) == 0 {
+		audiences = []string{satoken.APIAudience}
+	}
+	u, err := rq.authenticateToken(spec.Token, audiences...)
+	if err != nil {
+		if !errors.Is(err, ErrUnauthenticated) && !errors.Is(err, ErrClusterNotFound) {
+			rq.api.log.Warn("token review failed", "cluster", rq.cluster.ID, "err", err)
+		}
+		return authenticationv1.TokenReviewStatus{Error: "token is not valid"}
+	}
+	st := authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(u)}
+	if satoken.LooksLikeJWT(spec.Token) {
+		c, _ := satoken.UnverifiedAudiences(spec.Token)
+		for _, a := range audiences {
+			if slices.Contains(c, a) {
+				st.Audiences = append(st.Audiences, a)
+			}
+		}
+	} else {
+		st.Audiences = []string{satoken.APIAudience}
+	}
+	return st
+}
+
+// userInfo is u as the authentication API shows a user.
+func userInfo(u User) authenticationv1.UserInfo {
+	ui := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	if len(u.Extra) > 0 {
+		ui.Extra = make(map[string]authenticationv1.ExtraValue, len(u.Extra))
+		for k, v := range u.Extra {
+			ui.Extra[k] = v
+		}
+	}
+	return ui
 }
 
 // validateAccessSpec checks an access review as upstream: exactly one of resourceAttributes and

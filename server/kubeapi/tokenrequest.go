@@ -67,6 +67,9 @@ func (rq *request) serveTokenRequest() error {
 		switch ref.Kind {
 		case "Pod":
 			req.Pod = &bound
+			if req.Node, err = rq.boundPodNode(bound.Name); err != nil {
+				return err
+			}
 		case "Secret":
 			req.Secret = &bound
 		case "Node":
@@ -147,8 +150,8 @@ func (a *API) objectUID(ctx context.Context, key store.Key) (string, *time.Time,
 // signature and claims, and a service account (and bound object) that still exist with the UIDs in the token
 // and are not being deleted (satoken's Ended: upstream ends a token a minute past the deletionTimestamp of its
 // pod, secret, node or service account, so a pod kept terminating by a finalizer loses its token).
-func (rq *request) serviceAccountUser(token string) (User, error) {
-	c, err := rq.api.cfg.ServiceAccountTokens.Verify(rq.ctx, rq.cluster.ID, token, satoken.APIAudience)
+func (rq *request) serviceAccountUser(token string, audiences ...string) (User, error) {
+	c, err := rq.api.cfg.ServiceAccountTokens.Verify(rq.ctx, rq.cluster.ID, token, audiences...)
 	if err != nil {
 		// Invalid, or no key (an unknown cluster): either way the token is not valid here.
 		return User{}, ErrUnauthenticated
@@ -166,7 +169,8 @@ func (rq *request) serviceAccountUser(token string) (User, error) {
 	if k.Secret != nil {
 		checks = append(checks, check{store.Key{Cluster: rq.cluster.ID, Resource: "secrets", Namespace: k.Namespace, Name: k.Secret.Name}, k.Secret.UID})
 	}
-	if k.Node != nil {
+	if k.Node != nil && k.Pod == nil {
+		// A pod's token names its node too (upstream's ServiceAccountTokenPodNodeInfo); the pod binds it.
 		checks = append(checks, check{store.Key{Cluster: rq.cluster.ID, Resource: "nodes", Name: k.Node.Name}, k.Node.UID})
 	}
 	for _, ch := range checks {
@@ -189,6 +193,50 @@ func (rq *request) serviceAccountUser(token string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	return User{Name: c.Subject, UID: k.ServiceAccount.UID, Revision: rev,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"}}, nil
+	u := User{Name: c.Subject, UID: k.ServiceAccount.UID, Revision: rev,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"},
+		Extra:  map[string][]string{extraCredentialID: {"JTI=" + c.ID}}}
+	if k.Pod != nil {
+		u.Extra[extraPodName], u.Extra[extraPodUID] = []string{k.Pod.Name}, []string{k.Pod.UID}
+	}
+	if k.Node != nil {
+		u.Extra[extraNodeName], u.Extra[extraNodeUID] = []string{k.Node.Name}, []string{k.Node.UID}
+	}
+	return u, nil
+}
+
+// The user extras of a ServiceAccount token, as upstream names them.
+const (
+	extraCredentialID = "authentication.kubernetes.io/credential-id"
+	extraPodName      = "authentication.kubernetes.io/pod-name"
+	extraPodUID       = "authentication.kubernetes.io/pod-uid"
+	extraNodeName     = "authentication.kubernetes.io/node-name"
+	extraNodeUID      = "authentication.kubernetes.io/node-uid"
+)
+
+// boundPodNode is the node a pod a token is bound to runs on (name and UID), nil when it is not scheduled (or
+// its node is gone): upstream puts it in the token too.
+func (rq *request) boundPodNode(podName string) (*satoken.Ref, error) {
+	so, err := rq.api.cfg.Storage.Get(rq.ctx, store.Key{Cluster: rq.cluster.ID, Resource: "pods", Namespace: rq.info.namespace, Name: podName})
+	if err != nil {
+		return nil, storeError(err, schema.GroupResource{Resource: "pods"}, podName)
+	}
+	var pod struct {
+		Spec struct {
+			NodeName string `json:"nodeName"`
+		} `json:"spec"`
+	}
+	if err := jsonUnmarshal(so.Value, &pod); err != nil {
+		return nil, internal(err)
+	}
+	if pod.Spec.NodeName == "" {
+		return nil, nil
+	}
+	uid, _, err := rq.api.objectUID(rq.ctx, store.Key{Cluster: rq.cluster.ID, Resource: "nodes", Name: pod.Spec.NodeName})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return &satoken.Ref{Name: pod.Spec.NodeName, UID: uid}, nil
 }

@@ -11,6 +11,9 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -120,7 +123,12 @@ func (t *Tokens) Issue(ctx context.Context, r Request) (string, time.Time, error
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithType("JWT"))
+	kid, err := keyID(&k.PublicKey)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), kid))
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("satoken: %w", err)
 	}
@@ -146,6 +154,51 @@ func (t *Tokens) Issue(ctx context.Context, r Request) (string, time.Time, error
 		return "", time.Time{}, fmt.Errorf("satoken: sign: %w", err)
 	}
 	return tok, exp, nil
+}
+
+// keyID names a public key in tokens' kid header and in the JWKS: the unpadded base64url SHA-256 of its DER
+// (PKIX) form, as upstream names its service account keys.
+func keyID(pub *ecdsa.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", fmt.Errorf("satoken: key id: %w", err)
+	}
+	sum := sha256.Sum256(der)
+	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
+}
+
+// JWKSPath is where the cluster's API serves its public keys (under the cluster's API prefix), as upstream.
+const JWKSPath = "/openid/v1/jwks"
+
+// Discovery is the cluster's OpenID Provider Configuration, served at /.well-known/openid-configuration, as
+// upstream's ServiceAccountIssuerDiscovery: with it and the JWKS, anyone can verify the cluster's tokens with
+// a standard OIDC library. The issuer is the in-cluster API name, so the keys' URL is too: pods (where the
+// tokens are used) reach both through the cluster's kubernetes Service.
+type Discovery struct {
+	Issuer        string   `json:"issuer"`
+	JWKSURI       string   `json:"jwks_uri"`
+	ResponseTypes []string `json:"response_types_supported"`
+	SubjectTypes  []string `json:"subject_types_supported"`
+	SigningAlgs   []string `json:"id_token_signing_alg_values_supported"`
+}
+
+// OpenIDConfiguration is the discovery document of every cluster.
+func OpenIDConfiguration() Discovery {
+	return Discovery{Issuer: Issuer, JWKSURI: Issuer + JWKSPath, ResponseTypes: []string{"id_token"},
+		SubjectTypes: []string{"public"}, SigningAlgs: []string{string(jose.ES256)}}
+}
+
+// JWKS is cluster's public key set: the key its tokens are signed with.
+func (t *Tokens) JWKS(ctx context.Context, cluster string) (jose.JSONWebKeySet, error) {
+	k, err := t.key(ctx, cluster)
+	if err != nil {
+		return jose.JSONWebKeySet{}, err
+	}
+	kid, err := keyID(&k.PublicKey)
+	if err != nil {
+		return jose.JSONWebKeySet{}, err
+	}
+	return jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: kid, Algorithm: string(jose.ES256), Use: "sig"}}}, nil
 }
 
 // DeletionLeeway is how long past its deletionTimestamp an object still carries the tokens bound to it:
@@ -202,4 +255,18 @@ func (t *Tokens) Verify(ctx context.Context, cluster, token string, audiences ..
 		return c, fmt.Errorf("%w: subject and kubernetes.io claims disagree", ErrInvalid)
 	}
 	return c, nil
+}
+
+// UnverifiedAudiences reads a token's audiences without checking it: only for a token Verify accepted (the
+// audiences a TokenReview answers with are those of the token among those asked).
+func UnverifiedAudiences(token string) ([]string, error) {
+	parsed, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	var c jwt.Claims
+	if err := parsed.UnsafeClaimsWithoutVerification(&c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return c.Audience, nil
 }
