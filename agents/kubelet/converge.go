@@ -225,6 +225,10 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 		return
 	}
 	cfg := containerConfig(pod, c, attempt, env, mounts)
+	if err := w.userFromImage(ctx, c, cfg.Linux.SecurityContext); err != nil {
+		fail("CreateContainerConfigError", err)
+		return
+	}
 	if err := targetNamespace(pod, c.Name, cfg, ob); err != nil { // ephemeral containers only (ephemeral.go)
 		fail("CreateContainerConfigError", err)
 		return

@@ -317,6 +317,26 @@ func (w *worker) imageUser(ctx context.Context, c *corev1.Container) (*int64, st
 	return &root, "", nil
 }
 
+// userFromImage completes a container's user as kubelet's determineEffectiveSecurityContext: without a
+// runAsUser the container runs as its image's user, named to the runtime (its uid, else its user name), so a
+// runAsGroup alone is a group for that user (the runtime refuses a group without a user). Only runtimes with
+// images: the process runtime runs commands as itself.
+func (w *worker) userFromImage(ctx context.Context, c *corev1.Container, sc *runtimeapi.LinuxContainerSecurityContext) error {
+	if w.p.images == nil || sc.RunAsUser != nil || sc.RunAsUsername != "" {
+		return nil
+	}
+	uid, name, err := w.imageUser(ctx, c)
+	if err != nil {
+		return err
+	}
+	if uid != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *uid}
+	} else {
+		sc.RunAsUsername = name
+	}
+	return nil
+}
+
 // admitRunAsUser refuses c before its image is pulled when its runAsUser alone breaks its runAsNonRoot: a
 // container that cannot run costs no pull. It reports whether c may go on.
 func (w *worker) admitRunAsUser(pod *corev1.Pod, c *corev1.Container, ob *observed) bool {

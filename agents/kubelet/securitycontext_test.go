@@ -174,3 +174,14 @@ func TestRunAsNonRootChecksTheImageUser(t *testing.T) {
 		ce.eventually(name, "Warning Failed Error: "+want, 1)
 	}
 }
+
+// TestRunAsGroupTakesTheImageUser: a container with a runAsGroup and no runAsUser runs as its image's user in that
+// group (kubelet names the image's user to the runtime, which refuses a group without a user, as containerd does).
+func TestRunAsGroupTakesTheImageUser(t *testing.T) {
+	ce := newCRIEnv(t, nil)
+	ce.srv.SetImageUser("example.test/nonroot:1", ptr.To[int64](1234), "")
+	p := imagePod("grouped", "example.test/nonroot:1", corev1.PullIfNotPresent)
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsGroup: ptr.To[int64](2002)}
+	ce.create(p)
+	ce.until("grouped running", isRunning, "grouped")
+}

@@ -260,6 +260,10 @@ func (s *Server) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSand
 }
 
 func (s *Server) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	// containerd's own check: a group needs a user to go with it.
+	if sc := req.GetConfig().GetLinux().GetSecurityContext(); sc.GetRunAsGroup() != nil && sc.GetRunAsUser() == nil && sc.GetRunAsUsername() == "" {
+		return nil, status.Error(codes.Unknown, "failed to generate user string: user group is specified without user")
+	}
 	id, err := s.rt.CreateContainer(ctx, req.PodSandboxId, req.Config, req.SandboxConfig)
 	if err != nil {
 		return nil, err
