@@ -265,8 +265,15 @@ func sameStatus(a, b corev1.NodeStatus) bool {
 const memoryAvailableMin = 100 << 20
 
 func (n *Node) setStatus(st *corev1.NodeStatus, h Host, now time.Time) {
-	st.Capacity = h.capacity(n.cfg.MaxPods)
-	st.Allocatable = h.capacity(n.cfg.MaxPods)
+	capacity, allocatable := h.capacity(n.cfg.MaxPods), h.capacity(n.cfg.MaxPods)
+	// Resources someone else advertised (extended resources in a status patch, as the scheduler's tests make,
+	// or an operator's) stay, as upstream's kubelet keeps the capacity it does not manage: allocatable as capacity.
+	for name, q := range st.Capacity {
+		if _, managed := capacity[name]; !managed {
+			capacity[name], allocatable[name] = q.DeepCopy(), q.DeepCopy()
+		}
+	}
+	st.Capacity, st.Allocatable = capacity, allocatable
 	st.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.InternalIP}, {Type: corev1.NodeHostName, Address: h.Hostname}}
 	st.NodeInfo = corev1.NodeSystemInfo{MachineID: h.MachineID, SystemUUID: h.MachineID, BootID: h.BootID,
 		KernelVersion: h.KernelVersion, OSImage: h.OSImage, ContainerRuntimeVersion: n.cfg.RuntimeVersion,

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -152,6 +153,14 @@ func TestNodeRegistersAndReports(t *testing.T) {
 		t.Error("an unchanged status was posted again")
 	}
 
+	// An extended resource patched into the status (as the scheduler's conformance tests do) outlives the
+	// kubelet's next posts.
+	if _, err := admin.CoreV1().Nodes().Patch(t.Context(), "n1", types.StrategicMergePatchType,
+		[]byte(`{"status":{"capacity":{"example.com/fakecpu":"1k"},"allocatable":{"example.com/fakecpu":"1k"}}}`),
+		metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+
 	// Memory runs low and the runtime fails: both show at the next status check.
 	host.set(func(h *Host) { h.MemoryAvailableBytes = 50 << 20 })
 	healthMu.Lock()
@@ -164,6 +173,11 @@ func TestNodeRegistersAndReports(t *testing.T) {
 		return err == nil && ready.Status == corev1.ConditionFalse && ready.Reason == "KubeletNotReady" &&
 			ready.Message == "container runtime is down" && condition(node, corev1.NodeMemoryPressure).Status == corev1.ConditionTrue
 	})
+	node, _ = admin.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	fake := corev1.ResourceName("example.com/fakecpu")
+	if c, a := node.Status.Capacity[fake], node.Status.Allocatable[fake]; c.Value() != 1000 || a.Value() != 1000 || node.Status.Capacity.Cpu().Value() != 4 {
+		t.Errorf("after the kubelet's post: capacity %v, allocatable %v, want the extended resource kept", node.Status.Capacity, node.Status.Allocatable)
+	}
 
 	// A restarted agent adopts its Node: same object, a label added by a user kept.
 	cancel()
