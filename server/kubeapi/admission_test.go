@@ -22,32 +22,29 @@ type phaseAdmission struct {
 var admittedToleration = corev1.Toleration{Key: "example.com/admitted", Operator: corev1.TolerationOpExists,
 	Effect: corev1.TaintEffectNoExecute}
 
-func (a *phaseAdmission) Admit(_ context.Context, req AdmissionRequest) error {
+// seen records a write of a pod (not of a subresource) in list and returns the pod.
+func (a *phaseAdmission) seen(list *[]string, req AdmissionRequest) (*corev1.Pod, bool) {
 	pod, ok := req.Object.(*corev1.Pod)
 	if !ok || req.Subresource != "" {
-		return nil
+		return nil, false
 	}
 	a.mu.Lock()
-	a.admitted = append(a.admitted, req.Operation+" "+pod.Name)
+	*list = append(*list, req.Operation+" "+pod.Name)
 	a.mu.Unlock()
-	for _, t := range pod.Spec.Tolerations {
-		if t.Key == admittedToleration.Key {
-			return nil
-		}
+	return pod, true
+}
+
+func (a *phaseAdmission) Admit(_ context.Context, req AdmissionRequest) error {
+	pod, ok := a.seen(&a.admitted, req)
+	if !ok || slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == admittedToleration.Key }) {
+		return nil
 	}
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, admittedToleration)
 	return nil
 }
 
 func (a *phaseAdmission) Validate(_ context.Context, req AdmissionRequest) error {
-	pod, ok := req.Object.(*corev1.Pod)
-	if !ok || req.Subresource != "" {
-		return nil
-	}
-	a.mu.Lock()
-	a.checked = append(a.checked, req.Operation+" "+pod.Name)
-	a.mu.Unlock()
-	if pod.Labels["deny"] == "yes" {
+	if pod, ok := a.seen(&a.checked, req); ok && pod.Labels["deny"] == "yes" {
 		return apierrors.NewForbidden(podsGR, pod.Name, errDenied)
 	}
 	return nil

@@ -173,16 +173,10 @@ func (a *API) reconcileObject(ctx context.Context, cluster string, obj runtime.O
 	if err := a.ensureObject(ctx, cluster, obj); err != nil {
 		return err
 	}
-	gvks, _, err := resources.Scheme.ObjectKinds(obj)
+	res, key, err := a.systemKey(cluster, obj)
 	if err != nil {
 		return err
 	}
-	res, ok := a.resourceForKind(gvks[0])
-	if !ok {
-		return fmt.Errorf("kubeapi: no resource serves %v", gvks[0])
-	}
-	m := mustAccessor(obj)
-	key := store.Key{Cluster: cluster, Resource: res.Storage, Namespace: m.GetNamespace(), Name: m.GetName()}
 	so, err := a.cfg.Storage.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("kubeapi: read %s: %w", key, err)
@@ -195,7 +189,7 @@ func (a *API) reconcileObject(ctx context.Context, cluster string, obj runtime.O
 		return nil
 	}
 	if err := validateCreate(res, stored); err != nil {
-		return fmt.Errorf("kubeapi: system object %v is invalid: %w", gvks[0], err)
+		return fmt.Errorf("kubeapi: system object %s is invalid: %w", key, err)
 	}
 	data, err := encodeStored(res, stored)
 	if err != nil {
@@ -207,29 +201,37 @@ func (a *API) reconcileObject(ctx context.Context, cluster string, obj runtime.O
 	return nil
 }
 
-// ensureObject creates obj (a system object) unless it exists.
-func (a *API) ensureObject(ctx context.Context, cluster string, obj runtime.Object) error {
+// systemKey is the resource serving a system object and the object's store key in cluster.
+func (a *API) systemKey(cluster string, obj runtime.Object) (*resources.Resource, store.Key, error) {
 	gvks, _, err := resources.Scheme.ObjectKinds(obj)
 	if err != nil {
-		return err
+		return nil, store.Key{}, err
 	}
 	res, ok := a.resourceForKind(gvks[0])
 	if !ok {
-		return fmt.Errorf("kubeapi: no resource serves %v", gvks[0])
+		return nil, store.Key{}, fmt.Errorf("kubeapi: no resource serves %v", gvks[0])
+	}
+	m := mustAccessor(obj)
+	return res, store.Key{Cluster: cluster, Resource: res.Storage, Namespace: m.GetNamespace(), Name: m.GetName()}, nil
+}
+
+// ensureObject creates obj (a system object) unless it exists.
+func (a *API) ensureObject(ctx context.Context, cluster string, obj runtime.Object) error {
+	res, key, err := a.systemKey(cluster, obj)
+	if err != nil {
+		return err
 	}
 	prepareCreate(res, obj, a.cfg.Now())
 	if res.Default != nil {
 		res.Default(obj)
 	}
 	if err := validateCreate(res, obj); err != nil {
-		return fmt.Errorf("kubeapi: system object %v is invalid: %w", gvks[0], err)
+		return fmt.Errorf("kubeapi: system object %s is invalid: %w", key, err)
 	}
 	data, err := encodeStored(res, obj)
 	if err != nil {
 		return err
 	}
-	m := mustAccessor(obj)
-	key := store.Key{Cluster: cluster, Resource: res.Storage, Namespace: m.GetNamespace(), Name: m.GetName()}
 	if _, err := a.cfg.Storage.Create(ctx, key, data); err != nil && !errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("kubeapi: create %s: %w", key, err)
 	}
