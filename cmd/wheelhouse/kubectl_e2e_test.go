@@ -9,27 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/kubectltest"
 	"github.com/wheelhouse-dev/wheelhouse/store/pgtest"
 )
 
 // e2eToken is the bootstrap admin token of the kubectl e2e server.
 const e2eToken = "e2e-bootstrap-token-0123456789abcdef"
 
-// kubectlPath finds the pinned kubectl that `make test` builds (WHEELHOUSE_KUBECTL), or the cached build.
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("WHEELHOUSE_KUBECTL"); p != "" {
-		return p
-	}
-	p, err := filepath.Abs("../../.cache/bin/kubectl")
-	if err == nil {
-		if _, err = os.Stat(p); err == nil {
-			return p
-		}
-	}
-	t.Fatalf("no kubectl: run the tests with `make test` (it builds the pinned kubectl) or set WHEELHOUSE_KUBECTL (%v)", err)
-	return ""
-}
+// kubectlPath is the pinned kubectl the e2e tests drive.
+func kubectlPath(t *testing.T) string { return kubectltest.Binary(t) }
 
 // kubectl runs the real kubectl against one server with a kubeconfig made by `wheelhouse kubeconfig`.
 type kubectl struct {
@@ -138,7 +126,7 @@ spec:
 
 func TestKubectl(t *testing.T) {
 	bin := buildBinary(t)
-	kbin := kubectlPath(t)
+	kbin := kubectltest.Binary(t)
 	dataDir := t.TempDir()
 	p := startServer(t, bin, []string{"WHEELHOUSE_DATABASE_URL=" + pgtest.NewEmptyDatabase(t),
 		"WHEELHOUSE_BOOTSTRAP_TOKEN=" + e2eToken}, "--data-dir", dataDir)

@@ -11,26 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// kubectlBinary is the kubectl the tests drive: $WHEELHOUSE_KUBECTL (make test sets it to the pinned build), else
-// the pinned build `make kubectl` leaves in .cache/bin, else kubectl on PATH.
-func kubectlBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("WHEELHOUSE_KUBECTL"); bin != "" {
-		return bin
-	}
-	if bin, err := filepath.Abs("../../.cache/bin/kubectl"); err == nil {
-		if _, err := os.Stat(bin); err == nil {
-			return bin
-		}
-	}
-	bin, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatal("no kubectl: run `make kubectl` or set WHEELHOUSE_KUBECTL")
-	}
-	return bin
-}
+	"github.com/wheelhouse-dev/wheelhouse/server/kubectltest"
+)
 
 // TestKubectlDebug: a real `kubectl debug` adds an ephemeral container to a pod through
 // pods/ephemeralcontainers, targeting one of its containers (--attach=false: no kubelet here to run it).
@@ -58,7 +41,7 @@ current-context: c1
 	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(kubectlBinary(t), "--kubeconfig", kubeconfig, "debug", "target", "--image=busybox",
+	cmd := exec.Command(kubectltest.Binary(t), "--kubeconfig", kubeconfig, "debug", "target", "--image=busybox",
 		"--container=debugger", "--target=app", "--attach=false", "--stdin", "--tty")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

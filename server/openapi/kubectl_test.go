@@ -13,27 +13,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wheelhouse-dev/wheelhouse/server/kubectltest"
 	"github.com/wheelhouse-dev/wheelhouse/server/resources"
 )
-
-// kubectlBinary is the kubectl the tests drive: $WHEELHOUSE_KUBECTL (make test sets it to the pinned build), else
-// the pinned build `make kubectl` leaves in .cache/bin, else kubectl on PATH.
-func kubectlBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("WHEELHOUSE_KUBECTL"); bin != "" {
-		return bin
-	}
-	if bin, err := filepath.Abs("../../.cache/bin/kubectl"); err == nil {
-		if _, err := os.Stat(bin); err == nil {
-			return bin
-		}
-	}
-	bin, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatal("no kubectl: run `make kubectl` or set WHEELHOUSE_KUBECTL")
-	}
-	return bin
-}
 
 // newKubectlServer serves the OpenAPI documents with just enough discovery for kubectl to resolve resource names.
 func newKubectlServer(t *testing.T, s *Spec, reg *resources.Registry) *httptest.Server {
@@ -71,7 +53,7 @@ func newKubectlServer(t *testing.T, s *Spec, reg *resources.Registry) *httptest.
 // TestKubectlExplain runs a real kubectl explain against the documents: the OpenAPI v3 path (the default) and the
 // v2 protobuf path (--output=plaintext-openapiv2).
 func TestKubectlExplain(t *testing.T) {
-	bin := kubectlBinary(t)
+	bin := kubectltest.Binary(t)
 	reg := testRegistry(t)
 	srv := newKubectlServer(t, testSpec(t), reg)
 	home := t.TempDir()
@@ -110,7 +92,7 @@ func TestKubectlExplain(t *testing.T) {
 // PATCH operations and so leaves validation to the server (fieldValidation=Strict). Were it not found, kubectl
 // would validate against the v2 schema itself and refuse the manifest's unknown field before sending anything.
 func TestKubectlUsesServerFieldValidation(t *testing.T) {
-	bin := kubectlBinary(t)
+	bin := kubectltest.Binary(t)
 	reg := testRegistry(t)
 	srv := newKubectlServer(t, testSpec(t), reg)
 	queries := make(chan string, 1)
