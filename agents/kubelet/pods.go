@@ -3,7 +3,9 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
@@ -229,8 +231,14 @@ func (p *Pods) done(uid types.UID) {
 }
 
 // collectOrphans stops and removes sandboxes of pods this node no longer runs (deleted while the agent was
-// down). Pods still known to a worker are left to it.
+// down), then the directories (volumes and all, poddir.go) of pods that have neither a worker nor a sandbox left.
+// Pods still known to a worker are left to it.
 func (p *Pods) collectOrphans(ctx context.Context) {
+	// The directories are listed before any worker is asked about: one made after this list is a new pod's.
+	dirs, err := os.ReadDir(p.vols.podsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		p.log.Warn("listing the pod directories failed", "err", err)
+	}
 	sandboxes, err := p.cfg.Runtime.ListPodSandbox(ctx, nil)
 	if err != nil {
 		p.log.Warn("listing the runtime's sandboxes failed", "err", err)
@@ -245,20 +253,37 @@ func (p *Pods) collectOrphans(ctx context.Context) {
 	}); err != nil {
 		p.log.Warn("writing the pod resource allocations failed", "err", err)
 	}
+	left := map[types.UID]bool{} // pods whose sandbox is still there
 	for _, sb := range sandboxes {
 		uid := types.UID(sb.Labels[labelPodUID])
-		p.mu.Lock()
-		_, known := p.workers[uid]
-		p.mu.Unlock()
-		if known || uid == "" {
+		if p.known(uid) || uid == "" {
 			continue
 		}
 		p.log.Info("removing the sandbox of a pod that is gone", "pod", sb.Labels[labelPodNamespace]+"/"+sb.Labels[labelPodName], "uid", uid)
 		p.stopContainers(ctx, sb.Id, 0)
 		if err := p.cfg.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+			left[uid] = true
 			p.log.Warn("removing an orphaned sandbox failed", "sandbox", sb.Id, "err", err)
 		}
 	}
+	for _, d := range dirs {
+		uid := types.UID(d.Name())
+		if !d.IsDir() || left[uid] || p.known(uid) {
+			continue
+		}
+		p.log.Info("removing the directory of a pod that is gone", "uid", uid)
+		if err := p.vols.removePodDir(uid); err != nil {
+			p.log.Warn("removing an orphaned pod directory failed", "uid", uid, "err", err)
+		}
+	}
+}
+
+// known reports whether a worker runs the pod.
+func (p *Pods) known(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.workers[uid]
+	return ok
 }
 
 // stopContainers stops a sandbox's running containers with the grace period (seconds).

@@ -89,6 +89,9 @@ func startPodEnv(t *testing.T, api func(*kubeapi.Config), pods func(e *podEnv, c
 	a, _ := apitest.NewWith(t, api)
 	e := &podEnv{t: t, api: a, admin: apitest.Admin(t, a, "c1"), node: nodeClient(t, a, "n1"),
 		clk: clocktesting.NewFakeClock(time.Now()), dir: t.TempDir()}
+	// Before the data dir's removal, after the pod manager's stop: the tmpfs of memory-backed emptyDirs the test
+	// left would make the removal fail.
+	t.Cleanup(func() { _ = unmountBelow(e.dir) })
 	if pods != nil {
 		e.configure = func(c *PodsConfig) { pods(e, c) }
 	}

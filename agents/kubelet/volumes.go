@@ -24,11 +24,18 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// A pod's volumes live in <pods dir>/<uid>/volumes/<name>. emptyDir is a directory; hostPath is the host's
-// path itself; configMap, secret, downwardAPI and projected volumes are file sets written the way kubelet's
-// atomic writer does: the files go into a fresh hidden directory, a "..data" symlink is switched to it, and
-// each visible entry is a symlink through "..data", so a container never sees half an update. They are
-// refreshed (at most every volumeRefresh) while the pod runs, as kubelet does.
+// A pod's volumes live in <pods dir>/<uid>/volumes/<name>. emptyDir is a directory of mode 0777, or with medium
+// Memory a tmpfs mounted there (emptydir.go); hostPath is the host's path itself; configMap, secret, downwardAPI
+// and projected volumes are file sets written the way kubelet's atomic writer does: the files go into a fresh
+// hidden directory, a "..data" symlink is switched to it, and each visible entry is a symlink through "..data",
+// so a container never sees half an update. They are refreshed (at most every volumeRefresh) while the pod runs,
+// as kubelet does, and mounted read-only into containers, as upstream's kubelet mounts them whatever the
+// volumeMount says.
+//
+// With a pod fsGroup, emptyDir volumes (once, when made) and file sets (each new version, before it is switched
+// in) are given to the group as upstream's SetVolumeOwnership does (volumeownership.go); a projected service
+// account token is then written 0600 and so becomes 0640, as upstream's. The pod's directory, mounts and all,
+// goes with the pod (poddir.go).
 
 const volumeRefresh = time.Minute
 
@@ -125,14 +132,14 @@ func (v volumes) mounts(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 			if path.IsAbs(sub) || slices.Contains(strings.Split(filepath.ToSlash(sub), "/"), "..") {
 				return nil, &envError{fmt.Sprintf("%s %q of volumeMount %q must be a relative path without ..", field, sub, vm.MountPath)}
 			}
-			host = filepath.Join(host, sub)
-			if _, err := os.Stat(host); errors.Is(err, fs.ErrNotExist) {
-				if err := os.MkdirAll(host, 0o755); err != nil {
-					return nil, err
+			if host, err = subPathIn(host, sub); err != nil {
+				if errors.Is(err, errSubPathEscapes) {
+					return nil, &envError{fmt.Sprintf("failed to prepare subPath for volumeMount %q of container %q: %v", vm.Name, c.Name, err)}
 				}
+				return nil, fmt.Errorf("subPath of volumeMount %q: %w", vm.Name, err)
 			}
 		}
-		out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly})
+		out = append(out, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || readOnlyVolume(vol)})
 	}
 	return out, nil
 }
@@ -140,6 +147,12 @@ func (v volumes) mounts(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 // dir is where a volume of the pod lives on the host.
 func (v volumes) dir(pod *corev1.Pod, name string) string {
 	return filepath.Join(v.podsDir, string(pod.UID), "volumes", name)
+}
+
+// readOnlyVolume reports whether upstream's kubelet mounts the volume read-only into every container (its
+// plugin's attributes say ReadOnly): the file sets, which the kubelet alone writes.
+func readOnlyVolume(vol *corev1.Volume) bool {
+	return vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil || vol.Projected != nil
 }
 
 // hostPath is the host directory (or file) behind a volume, which must have been set up.
@@ -168,7 +181,7 @@ func (v volumes) setUpOne(ctx context.Context, pod *corev1.Pod, vol *corev1.Volu
 	var err error
 	switch {
 	case vol.EmptyDir != nil:
-		return os.MkdirAll(dir, 0o777)
+		return v.setUpEmptyDir(ctx, pod, vol, dir)
 	case vol.HostPath != nil:
 		return setUpHostPath(vol.HostPath)
 	case vol.ConfigMap != nil:
@@ -189,7 +202,7 @@ func (v volumes) setUpOne(ctx context.Context, pod *corev1.Pod, vol *corev1.Volu
 	if written[vol.Name] == sum {
 		return nil
 	}
-	if err := writeAtomic(dir, files); err != nil {
+	if err := writeAtomic(dir, files, fsGroupOf(pod)); err != nil {
 		return err
 	}
 	written[vol.Name] = sum
@@ -339,8 +352,14 @@ func (v volumes) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.Ser
 	if src.ExpirationSeconds != nil {
 		k.expirationSeconds = *src.ExpirationSeconds
 	}
+	// With an fsGroup the token is written 0600 and ownership makes it 0640: readable by the pod's group, not
+	// by everyone as a defaultMode of 0644 would have it (upstream's projected plugin).
+	mode := modeOf(nil, defMode, 0o600)
+	if fsGroupOf(pod) != nil {
+		mode = 0o600
+	}
 	if token, ok := v.tokens.get(k); ok {
-		return map[string]file{src.Path: {[]byte(token), modeOf(nil, defMode, 0o600)}}, nil
+		return map[string]file{src.Path: {[]byte(token), mode}}, nil
 	}
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: src.ExpirationSeconds,
 		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
@@ -353,7 +372,7 @@ func (v volumes) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.Ser
 	}
 	// The server's clock says when it expires; its lifetime counts on ours.
 	v.tokens.put(k, tr.Status.Token, time.Until(tr.Status.ExpirationTimestamp.Time))
-	return map[string]file{src.Path: {[]byte(tr.Status.Token), modeOf(nil, defMode, 0o600)}}, nil
+	return map[string]file{src.Path: {[]byte(tr.Status.Token), mode}}, nil
 }
 
 func hashFiles(files map[string]file) string {
@@ -365,8 +384,10 @@ func hashFiles(files map[string]file) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// writeAtomic writes files into dir as the atomic writer does (see above); entries no longer in files go.
-func writeAtomic(dir string, files map[string]file) error {
+// writeAtomic writes files into dir as the atomic writer does (see above); entries no longer in files go. With
+// an fsGroup the whole volume is given to the group (read-only) once the new version is written and before it is
+// switched in, so that no container ever reads a file of it without the group's access.
+func writeAtomic(dir string, files map[string]file, fsGroup *int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -389,6 +410,14 @@ func writeAtomic(dir string, files map[string]file) error {
 	}
 	if err := os.MkdirAll(tsDir, 0o755); err != nil {
 		return err
+	}
+	if err := os.Chmod(tsDir, 0o755); err != nil { // whatever the umask: every user must reach the files
+		return err
+	}
+	if fsGroup != nil {
+		if err := setVolumeOwnership(dir, *fsGroup, true); err != nil {
+			return fmt.Errorf("applying fsGroup %d: %w", *fsGroup, err)
+		}
 	}
 	data := filepath.Join(dir, "..data")
 	old, _ := os.Readlink(data)

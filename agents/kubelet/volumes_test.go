@@ -143,8 +143,8 @@ func TestVolumeSources(t *testing.T) {
 }
 
 // TestSubPaths: subPath and subPathExpr (expanded against the container's environment) mount a directory of the
-// volume, created when missing; one that is absolute or climbs out with ".." leaves the container waiting with
-// CreateContainerConfigError, as upstream's kubelet does.
+// volume, created when missing; one that is absolute, climbs out with "..", or resolves outside the volume through
+// a symlink leaves the container waiting with CreateContainerConfigError, as upstream's kubelet does.
 func TestSubPaths(t *testing.T) {
 	e := newPodEnv(t)
 	work := corev1.Volume{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
@@ -172,19 +172,35 @@ func TestSubPaths(t *testing.T) {
 		}
 	}
 
-	for name, vm := range map[string]corev1.VolumeMount{
-		"abs":   {Name: "work", MountPath: "/x", SubPathExpr: "$(ROOT)"},
-		"climb": {Name: "work", MountPath: "/x", SubPathExpr: "$(UP)"},
+	// A volume holding a symlink out of it (as a container could make one): a sub path through it or at it resolves
+	// outside the volume and is refused, and nothing is created outside.
+	host, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(host, "out")); err != nil {
+		t.Fatal(err)
+	}
+	linked := corev1.Volume{Name: "work", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}}
+	for name, tc := range map[string]struct {
+		vm   corev1.VolumeMount
+		vol  corev1.Volume
+		want string
+	}{
+		"abs":     {corev1.VolumeMount{Name: "work", MountPath: "/x", SubPathExpr: "$(ROOT)"}, work, "must be a relative path without .."},
+		"climb":   {corev1.VolumeMount{Name: "work", MountPath: "/x", SubPathExpr: "$(UP)"}, work, "must be a relative path without .."},
+		"through": {corev1.VolumeMount{Name: "work", MountPath: "/x", SubPath: "out/made"}, linked, "the subPath resolves outside the volume"},
+		"at":      {corev1.VolumeMount{Name: "work", MountPath: "/x", SubPath: "out"}, linked, "the subPath resolves outside the volume"},
 	} {
 		p := simple(name, corev1.RestartPolicyAlways, corev1.Container{Name: "app", Image: "busybox", Command: []string{"sleep", "1d"},
 			Env:          []corev1.EnvVar{{Name: "ROOT", Value: "/tmp"}, {Name: "UP", Value: "a/../../x"}},
-			VolumeMounts: []corev1.VolumeMount{vm}})
-		p.Spec.Volumes = []corev1.Volume{work}
+			VolumeMounts: []corev1.VolumeMount{tc.vm}})
+		p.Spec.Volumes = []corev1.Volume{tc.vol}
 		e.create(p)
 		e.until(name+" CreateContainerConfigError", func(p *corev1.Pod) bool {
 			cs := p.Status.ContainerStatuses
 			return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CreateContainerConfigError" &&
-				strings.Contains(cs[0].State.Waiting.Message, "must be a relative path without ..")
+				strings.Contains(cs[0].State.Waiting.Message, tc.want)
 		}, name)
+	}
+	if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
+		t.Errorf("created outside the volume: %v %v", entries, err)
 	}
 }

@@ -280,7 +280,9 @@ func finalStatus(st corev1.PodStatus, now time.Time) corev1.PodStatus {
 	return st
 }
 
-// teardown removes the pod's sandboxes (and with them containers, logs and cgroups).
+// teardown removes the pod's sandboxes (and with them containers, logs and cgroups), then its directory with its
+// volumes (unmounting their tmpfs) once no sandbox is left to use them. What it could not remove the orphan
+// collection tries again.
 func (w *worker) teardown(ctx context.Context, pod *corev1.Pod, grace int64) {
 	w.probes.stopAll()
 	w.p.vols.tokens.forget(w.uid)
@@ -288,11 +290,21 @@ func (w *worker) teardown(ctx context.Context, pod *corev1.Pod, grace int64) {
 	if err != nil {
 		return
 	}
+	removed := true
 	for _, sb := range sbs {
 		w.p.stopContainers(ctx, sb.Id, grace)
-		if err := w.p.cfg.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil && ctx.Err() == nil {
-			w.p.log.Warn("removing a sandbox failed", "sandbox", sb.Id, "err", err)
+		if err := w.p.cfg.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+			removed = false
+			if ctx.Err() == nil {
+				w.p.log.Warn("removing a sandbox failed", "sandbox", sb.Id, "err", err)
+			}
 		}
+	}
+	if !removed {
+		return
+	}
+	if err := w.p.vols.removePodDir(w.uid); err != nil && ctx.Err() == nil {
+		w.p.log.Warn("removing the pod's directory failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
 }
 
