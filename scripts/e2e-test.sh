@@ -3,9 +3,10 @@
 # every certified distribution passes) and prints the absolute path of the cached binary on stdout (progress goes to
 # stderr). Used by `make e2e-test`, and by `make conformance` to run the suite against Wheelhouse.
 #
-# Beside e2e.test, in the same directory, it builds the two programs a run needs from the same module versions:
-# `agnhost` (test/images/agnhost, the suite's all-purpose test image program, put into images by
-# conformance/images) and `ginkgo` (the CLI that runs e2e.test as parallel processes).
+# Beside e2e.test, in the same directory, it builds the programs a run needs from the same module versions:
+# `agnhost` (test/images/agnhost, the suite's all-purpose test image program) and `nnp` (test/images/nonewprivs,
+# which prints its effective user: the no-new-privileges tests' image), both put into images by
+# conformance/images, and `ginkgo` (the CLI that runs e2e.test as parallel processes).
 #
 # The version is whatever k8s.io/kubernetes version tools/conformance/go.mod requires; the binary is the test binary of
 # its package k8s.io/kubernetes/test/e2e, compiled with `go test -c` exactly as upstream's `make WHAT=test/e2e/e2e.test`
@@ -65,8 +66,10 @@ if [ ! -x "$bin" ]; then
   (cd "$src" && nice -n 10 "$go" build -mod=readonly -trimpath -buildvcs=false -ldflags "$ldflags" \
     -o "$tmp/agnhost" k8s.io/kubernetes/test/images/agnhost)
   (cd "$src" && nice -n 10 "$go" build -mod=readonly -trimpath -buildvcs=false -ldflags "-s -w" \
+    -o "$tmp/nnp" k8s.io/kubernetes/test/images/nonewprivs)
+  (cd "$src" && nice -n 10 "$go" build -mod=readonly -trimpath -buildvcs=false -ldflags "-s -w" \
     -o "$tmp/ginkgo" github.com/onsi/ginkgo/v2/ginkgo)
-  chmod 0755 "$tmp" "$tmp/e2e.test" "$tmp/agnhost" "$tmp/ginkgo"
+  chmod 0755 "$tmp" "$tmp/e2e.test" "$tmp/agnhost" "$tmp/nnp" "$tmp/ginkgo"
   # rename(2) of the directory is atomic; if a racing run renamed its copy first, ours is dropped.
   if ! mv -T "$tmp" "$dir" 2>/dev/null && [ ! -x "$bin" ]; then
     echo "e2e-test.sh: could not move the build into $dir (a stray directory? remove it and retry)" >&2

@@ -197,8 +197,8 @@ const conformanceSubset = `\[sig-api-machinery\].*\[Conformance\]`
 // suitePaths are the programs built from tools/conformance (scripts/e2e-test.sh) and the k8s.io/kubernetes
 // module's source directory.
 type suitePaths struct {
-	e2eTest, agnhost, ginkgo string
-	kubernetesSource         string
+	e2eTest, agnhost, nnp, ginkgo string
+	kubernetesSource              string
 }
 
 // conformanceSuite finds the suite's programs: WHEELHOUSE_E2E_TEST (make test and make conformance set it), or
@@ -219,8 +219,9 @@ func conformanceSuite(t *testing.T) suitePaths {
 	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
 		bin = resolved
 	}
-	s := suitePaths{e2eTest: bin, agnhost: filepath.Join(filepath.Dir(bin), "agnhost"), ginkgo: filepath.Join(filepath.Dir(bin), "ginkgo")}
-	for _, p := range []string{s.agnhost, s.ginkgo} {
+	s := suitePaths{e2eTest: bin, agnhost: filepath.Join(filepath.Dir(bin), "agnhost"), nnp: filepath.Join(filepath.Dir(bin), "nnp"),
+		ginkgo: filepath.Join(filepath.Dir(bin), "ginkgo")}
+	for _, p := range []string{s.agnhost, s.nnp, s.ginkgo} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("scripts/e2e-test.sh builds %s beside e2e.test: %v", filepath.Base(p), err)
 		}
@@ -261,7 +262,7 @@ func pushSuiteImages(t *testing.T, reg *registrytest.Registry, s suitePaths) {
 		t.Fatal(err)
 	}
 	built, err := images.Build(t.Context(), images.Options{
-		Agnhost: s.agnhost, KubernetesSource: s.kubernetesSource, Nginx: nginx,
+		Agnhost: s.agnhost, Nonewprivs: s.nnp, KubernetesSource: s.kubernetesSource, Nginx: nginx,
 		Pause: registrytest.MustFromArchive(t, containerdtest.Pause(t).Tar, containerdtest.PauseImage),
 	})
 	if err != nil {

@@ -20,6 +20,7 @@
 //     (upstream: nginx 1.27 and 1.28 on Alpine; both tags here are Debian's 1.22, told apart by a file).
 //   - kitten, nautilus: agnhost with the picture and data.json from upstream's image sources, running test-webserver.
 //   - nonroot: the busybox tree running as user 1234.
+//   - nonewprivs: the busybox tree with upstream's nnp program setuid root.
 //   - pause: the caller's pause image (Options.Pause).
 //
 // Not built: sample-apiserver (the aggregator test), resource-consumer, perl, the volume servers, and the images
@@ -46,6 +47,9 @@ type Options struct {
 	// Agnhost is the agnhost program, built from k8s.io/kubernetes at the suite's version (scripts/e2e-test.sh
 	// builds it beside e2e.test).
 	Agnhost string
+	// Nonewprivs is the nnp program of test/images/nonewprivs (scripts/e2e-test.sh builds it too): it prints its
+	// effective user, installed setuid root.
+	Nonewprivs string
 	// KubernetesSource is the k8s.io/kubernetes module's directory at the suite's version, for the files upstream's
 	// image sources add (test/images/...).
 	KubernetesSource string
@@ -72,6 +76,7 @@ const (
 	kittenVersion      = "1.8"
 	nautilusVersion    = "1.8"
 	nonRootVersion     = "1.5"
+	nonewprivsVersion  = "1.4"
 	pauseVersion       = "3.10.2"
 )
 
@@ -97,8 +102,8 @@ const pathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 // Build builds every image. It reads host programs and files only; nothing is pushed.
 func Build(ctx context.Context, opts Options) ([]Image, error) {
-	if opts.Pause == nil || opts.Agnhost == "" || opts.KubernetesSource == "" || opts.Nginx == "" {
-		return nil, fmt.Errorf("images: Options needs Agnhost, KubernetesSource, Nginx and Pause")
+	if opts.Pause == nil || opts.Agnhost == "" || opts.Nonewprivs == "" || opts.KubernetesSource == "" || opts.Nginx == "" {
+		return nil, fmt.Errorf("images: Options needs Agnhost, Nonewprivs, KubernetesSource, Nginx and Pause")
 	}
 	base, err := busyboxTree(ctx)
 	if err != nil {
@@ -206,6 +211,18 @@ func Build(ctx context.Context, opts Options) ([]Image, error) {
 		return nil, err
 	}
 
+	// The Dockerfile's: nnp setuid root on the base, so only no_new_privs keeps a non-root user non-root.
+	nnpTree := tree{}
+	nnpTree.hostFile("/usr/local/bin/nnp", 0o4755, opts.Nonewprivs)
+	nnpLayer, err := nnpTree.layer()
+	if err != nil {
+		return nil, err
+	}
+	nonewprivs, err := image(config{cmd: []string{"nnp"}}, baseLayer, nnpLayer)
+	if err != nil {
+		return nil, err
+	}
+
 	e2e := func(name, version string) string { return promoterE2E + "/" + name + ":" + version }
 	out := []Image{
 		{e2e("agnhost", agnhostVersion), agnhost},
@@ -217,6 +234,7 @@ func Build(ctx context.Context, opts Options) ([]Image, error) {
 		{e2e("kitten", kittenVersion), kitten},
 		{e2e("nautilus", nautilusVersion), nautilus},
 		{e2e("nonroot", nonRootVersion), nonRoot},
+		{e2e("nonewprivs", nonewprivsVersion), nonewprivs},
 		{"pause:" + pauseVersion, opts.Pause},
 	}
 	return out, nil

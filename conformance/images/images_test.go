@@ -29,7 +29,7 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	built, err := Build(t.Context(), Options{
-		Agnhost: "testdata/agnhost", KubernetesSource: "testdata/k8s", Nginx: nginx, Pause: empty.Image,
+		Agnhost: "testdata/agnhost", Nonewprivs: "testdata/agnhost", KubernetesSource: "testdata/k8s", Nginx: nginx, Pause: empty.Image,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestBuild(t *testing.T) {
 	want := []string{
 		"e2e-test-images/agnhost:2.66.1", "e2e-test-images/agnhost:2.55", "e2e-test-images/busybox:1.37.0-2",
 		"e2e-test-images/glibc-dns-testing:2.1.1", "e2e-test-images/nginx:1.27.0-2", "e2e-test-images/nginx:1.28.0-2",
-		"e2e-test-images/kitten:1.8", "e2e-test-images/nautilus:1.8", "e2e-test-images/nonroot:1.5", "pause:3.10.2",
+		"e2e-test-images/kitten:1.8", "e2e-test-images/nautilus:1.8", "e2e-test-images/nonroot:1.5", "e2e-test-images/nonewprivs:1.4", "pause:3.10.2",
 	}
 	var got []string
 	for ref := range byRef {
@@ -94,6 +94,9 @@ func TestBuild(t *testing.T) {
 		{ref: "e2e-test-images/nonroot:1.5", cmd: []string{"sh"}, user: "1234", runs: [][]string{
 			{"/bin/sh", "-c", "echo ok", "ok"},
 		}},
+		{ref: "e2e-test-images/nonewprivs:1.4", cmd: []string{"nnp"}, runs: [][]string{
+			{"/usr/local/bin/nnp", "echo", "nnp-ran", "nnp-ran"}, // the test stand-in of nnp is agnhost's
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.ref, func(t *testing.T) {
@@ -120,6 +123,23 @@ func TestBuild(t *testing.T) {
 				}
 			}
 		})
+	}
+
+	// nnp is setuid root, as upstream's Dockerfile makes it (extract above keeps permission bits only).
+	rc := mutate.Extract(byRef["e2e-test-images/nonewprivs:1.4"])
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("no /usr/local/bin/nnp in nonewprivs: %v", err)
+		}
+		if h.Name == "usr/local/bin/nnp" {
+			if h.Mode != 0o4755 || h.Uid != 0 {
+				t.Errorf("nnp: mode %o uid %d, want 4755 and root", h.Mode, h.Uid)
+			}
+			break
+		}
 	}
 
 	// The two nginx tags are different images (a rollout from one to the other changes something).
